@@ -1,0 +1,86 @@
+//! A byte-level DFA table for one terminal, in the form the lexers of both the
+//! reference path and the GLR runtime step through.
+//!
+//! regex-automata reports matches one byte late and keeps non-dead states that can no
+//! longer reach a match; this table has neither quirk: `accepting(s)` means "the bytes
+//! read so far are in the language", and `live(s)` means "some continuation (possibly
+//! empty) is in the language". State [`ByteDfa::DEAD`] is the unique non-live sink.
+
+use serde::{Deserialize, Serialize};
+
+/// A complete DFA over bytes with explicit acceptance and liveness.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteDfa {
+    /// Start state.
+    pub start: u32,
+    /// `trans[s * 256 + b]` is the state after reading byte `b` in state `s`.
+    pub trans: Vec<u32>,
+    /// Per state: bit 0 = accepting, bit 1 = live.
+    pub flags: Vec<u8>,
+}
+
+impl ByteDfa {
+    /// The dead state: not live, loops on every byte.
+    pub const DEAD: u32 = 0;
+    /// Flag bit: the input read so far is a match.
+    pub const ACCEPTING: u8 = 1;
+    /// Flag bit: some continuation from here is a match.
+    pub const LIVE: u8 = 2;
+
+    /// Number of states.
+    pub fn num_states(&self) -> usize {
+        self.flags.len()
+    }
+
+    /// Transition on one byte.
+    #[inline]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        self.trans[state as usize * 256 + byte as usize]
+    }
+
+    /// Whether the bytes read so far form a match.
+    #[inline]
+    pub fn is_accepting(&self, state: u32) -> bool {
+        self.flags[state as usize] & Self::ACCEPTING != 0
+    }
+
+    /// Whether some continuation reaches a match.
+    #[inline]
+    pub fn is_live(&self, state: u32) -> bool {
+        self.flags[state as usize] & Self::LIVE != 0
+    }
+
+    /// Whether `byte` extends the current lexeme, i.e. leads to a live state. A greedy
+    /// lexeme ending in `state` may not be followed by such a byte (DESIGN.md §1).
+    #[inline]
+    pub fn extends(&self, state: u32, byte: u8) -> bool {
+        self.is_live(self.next(state, byte))
+    }
+
+    /// Runs the DFA over `bytes` from the start state.
+    pub fn run(&self, bytes: &[u8]) -> u32 {
+        bytes.iter().fold(self.start, |s, &b| self.next(s, b))
+    }
+
+    /// Checks internal consistency: every transition target is a state, the dead
+    /// state is a non-live sink. Used by artifact loading.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.flags.len();
+        if n == 0 || self.trans.len() != n * 256 {
+            return Err(format!("dfa: {} states but {} transitions", n, self.trans.len()));
+        }
+        if self.start as usize >= n {
+            return Err("dfa: start state out of range".into());
+        }
+        if let Some(t) = self.trans.iter().find(|&&t| t as usize >= n) {
+            return Err(format!("dfa: transition to state {t} out of range"));
+        }
+        if self.is_live(Self::DEAD) || self.is_accepting(Self::DEAD) {
+            return Err("dfa: dead state is live".into());
+        }
+        if (0..256).any(|b| self.trans[b] != Self::DEAD) {
+            return Err("dfa: dead state is not a sink".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! The normalized grammar IR: a plain BNF grammar over regular terminals.
+//!
+//! Everything EBNF (`? * + [] ~ n..m`, groups, `?rule` inlining, `_rule` inlining) is
+//! gone by the time a grammar reaches this form; what remains is what both the LR
+//! construction and the Earley reference need: numbered terminals (each a Rust-syntax
+//! regex over bytes that never matches the empty string), numbered nonterminals, and
+//! productions. Empty productions (`A → ε`) are allowed.
+
+use serde::{Deserialize, Serialize};
+
+/// Index into [`Grammar::terminals`].
+pub type TerminalId = u32;
+/// Index into [`Grammar::nonterminals`].
+pub type NonterminalId = u32;
+
+/// A 1-based line and column in a grammar source file, for error messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct Location {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, counted in characters.
+    pub col: u32,
+}
+
+/// A terminal: a regular language over bytes, lexed greedily (one byte of lookahead)
+/// unless `lazy`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Terminal {
+    /// Display name (`NUMBER`, or the quoted literal for anonymous terminals).
+    pub name: String,
+    /// Fully expanded pattern in Rust `regex` syntax (terminal references inlined,
+    /// literals escaped, flags applied as inline groups).
+    pub regex: String,
+    /// Lazy terminals end at their first match and carry no lookahead condition.
+    pub lazy: bool,
+    /// Declared priority (`NAME.N:`); see the README for what it does (nothing, in GLR).
+    pub priority: i32,
+    /// Where the terminal was defined (first use, for anonymous literals).
+    pub defined_at: Option<Location>,
+}
+
+/// A nonterminal (a rule name after normalization; generated helpers get `__` names).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nonterminal {
+    /// Display name.
+    pub name: String,
+}
+
+/// A grammar symbol on a right-hand side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Symbol {
+    /// A terminal.
+    Terminal(TerminalId),
+    /// A nonterminal.
+    Nonterminal(NonterminalId),
+}
+
+/// A production `lhs → rhs`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Rule {
+    /// Left-hand side.
+    pub lhs: NonterminalId,
+    /// Right-hand side; empty for an ε-production.
+    pub rhs: Vec<Symbol>,
+}
+
+/// A normalized grammar.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grammar {
+    /// Name of the source (a file path), used in messages.
+    pub source_name: String,
+    /// All terminals, ignore terminals included.
+    pub terminals: Vec<Terminal>,
+    /// All nonterminals.
+    pub nonterminals: Vec<Nonterminal>,
+    /// All productions.
+    pub rules: Vec<Rule>,
+    /// The start symbol.
+    pub start: NonterminalId,
+    /// Terminals declared with `%ignore`: allowed between two lexemes.
+    pub ignore: Vec<TerminalId>,
+    /// `%llguidance {"allow_initial_skip": true}`: ignore lexemes may also come first.
+    pub allow_initial_skip: bool,
+}
+
+impl Grammar {
+    /// The productions whose left-hand side is `nt`, as indices into `rules`.
+    pub fn rules_of(&self, nt: NonterminalId) -> impl Iterator<Item = usize> + '_ {
+        self.rules.iter().enumerate().filter(move |(_, r)| r.lhs == nt).map(|(i, _)| i)
+    }
+
+    /// Whether `t` is an ignore terminal.
+    pub fn is_ignore(&self, t: TerminalId) -> bool {
+        self.ignore.contains(&t)
+    }
+
+    /// Human-readable name of a symbol.
+    pub fn symbol_name(&self, s: Symbol) -> &str {
+        match s {
+            Symbol::Terminal(t) => &self.terminals[t as usize].name,
+            Symbol::Nonterminal(n) => &self.nonterminals[n as usize].name,
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Data types shared by the stackmask compiler and runtime, and the artifact container.
+//!
+//! This crate holds *data*, not algorithms: the normalized grammar IR, byte-level DFA
+//! tables, the vocabulary, the flat token trie, LR tables, and the `.smask` artifact
+//! layout. The compiler builds these values; the runtime reads them (in place, from an
+//! mmap, where the artifact allows it). Keeping them here lets data flow one way —
+//! front end → IR → automata → artifact → runtime — without the runtime depending on
+//! the compiler.
+
+pub mod dfa;
+pub mod grammar;
+pub mod trie;
+pub mod vocab;
+
+pub use dfa::ByteDfa;
+pub use grammar::{Grammar, Location, Nonterminal, NonterminalId, Rule, Symbol, Terminal, TerminalId};
+pub use trie::TokenTrie;
+pub use vocab::{TokenKind, Vocabulary};
