@@ -102,3 +102,23 @@ impl Grammar {
         }
     }
 }
+
+impl Grammar {
+    /// Which nonterminals derive the empty string (a fixpoint over the rules).
+    pub fn nullable_nonterminals(&self) -> Vec<bool> {
+        let mut nullable = vec![false; self.nonterminals.len()];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for r in &self.rules {
+                if !nullable[r.lhs as usize]
+                    && r.rhs.iter().all(|s| matches!(s, Symbol::Nonterminal(n) if nullable[*n as usize]))
+                {
+                    nullable[r.lhs as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        nullable
+    }
+}

@@ -1,1 +1,36 @@
-//! x
+//! The stackmask runtime: answers "which tokens may come next?" for a grammar.
+//!
+//! Two engines share one byte-level contract ([`ByteRecognizer`]) and DESIGN.md §1's
+//! semantics: the [`reference`] path (an Earley recognizer plus a token-trie walk, no
+//! precomputation, the oracle) and the compiled path (a GLR parser over generated
+//! tables, loaded from an artifact).
+
+pub mod reference;
+pub mod trie_walk;
+
+/// An incremental recognizer of the byte-level language of a grammar.
+///
+/// Every engine implements this; the token-trie walk, the differential tests and the
+/// `validate` command only need these four operations.
+pub trait ByteRecognizer {
+    /// Consumes one byte if the input stays a viable prefix; returns `false` (and
+    /// changes nothing) otherwise.
+    fn push_byte(&mut self, byte: u8) -> bool;
+    /// Undoes the last `n` consumed bytes (`n <= bytes_consumed()`).
+    fn pop_bytes(&mut self, n: usize);
+    /// Number of bytes consumed so far.
+    fn bytes_consumed(&self) -> usize;
+    /// Whether the bytes consumed so far form a sentence.
+    fn is_accepting(&self) -> bool;
+
+    /// Consumes `bytes` entirely or not at all.
+    fn push_bytes(&mut self, bytes: &[u8]) -> bool {
+        for (i, &b) in bytes.iter().enumerate() {
+            if !self.push_byte(b) {
+                self.pop_bytes(i);
+                return false;
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,63 @@
+//! The stages wired together: grammar file + tokenizer spec → what an engine needs.
+//!
+//! Both the command-line tool and the tests go through these functions, so a grammar
+//! is always normalized, lexed and paired with a vocabulary the same way.
+
+use crate::{frontend, lexer, vocab};
+use stackmask_formats::{ByteDfa, Grammar};
+use stackmask_runtime::reference::{ReferenceEngine, ReferenceError};
+use std::path::Path;
+
+/// Any failure on the way from files to an engine, with a message that names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The grammar file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The grammar text is invalid.
+    #[error("{0}")]
+    Grammar(#[from] frontend::GrammarError),
+    /// A terminal's regex could not be compiled.
+    #[error("{0}")]
+    Lexer(#[from] lexer::LexerError),
+    /// The tokenizer could not be loaded.
+    #[error("{0}")]
+    Vocab(#[from] vocab::VocabError),
+    /// The reference engine refused the grammar.
+    #[error("{0}")]
+    Reference(#[from] ReferenceError),
+}
+
+/// A grammar after the front end and the lexer stage.
+#[derive(Debug, Clone)]
+pub struct LexedGrammar {
+    /// The normalized grammar.
+    pub grammar: Grammar,
+    /// One DFA per terminal, in terminal-id order.
+    pub dfas: Vec<ByteDfa>,
+}
+
+/// Parses, normalizes and lexes grammar text.
+pub fn lex_grammar_source(source: &str, source_name: &str) -> Result<LexedGrammar, PipelineError> {
+    let grammar = frontend::parse_grammar(source, source_name)?;
+    let dfas = lexer::compile_lexer(&grammar)?;
+    Ok(LexedGrammar { grammar, dfas })
+}
+
+/// Reads a grammar file, then [`lex_grammar_source`].
+pub fn lex_grammar_file(path: &Path) -> Result<LexedGrammar, PipelineError> {
+    let source = std::fs::read_to_string(path)
+        .map_err(|source| PipelineError::Io { path: path.display().to_string(), source })?;
+    lex_grammar_source(&source, &path.display().to_string())
+}
+
+/// A reference engine for a lexed grammar and a loaded tokenizer.
+pub fn reference_engine(lexed: &LexedGrammar, tokenizer: &vocab::Tokenizer) -> Result<ReferenceEngine, PipelineError> {
+    let trie = vocab::build_trie(&tokenizer.vocab);
+    Ok(ReferenceEngine::new(&lexed.grammar, lexed.dfas.clone(), tokenizer.vocab.clone(), trie)?)
+}

@@ -1,0 +1,48 @@
+//! Token masks by walking the token trie over any [`ByteRecognizer`].
+//!
+//! This is the llguidance technique: depth-first over the flat trie, pushing one byte
+//! per edge and popping on the way back; a rejected byte skips the whole subtree. It is
+//! exact by construction (a token is allowed iff all its bytes are accepted, which for
+//! a recognizer that only accepts viable prefixes means a completion exists) and slow
+//! by nature; the reference path uses it, and tests use it to cross-check engines.
+
+use crate::ByteRecognizer;
+use stackmask_formats::{TokenTrie, Vocabulary};
+
+/// Fills `mask` (little-endian `u32` words, token `i` is bit `i % 32` of word `i / 32`)
+/// with every token whose bytes the recognizer accepts next, plus EOS when the input so
+/// far is a sentence. The recognizer is left as it was.
+pub fn fill_mask<R: ByteRecognizer + ?Sized>(
+    recognizer: &mut R,
+    vocab: &Vocabulary,
+    trie: &TokenTrie,
+    mask: &mut [u32],
+) {
+    assert!(mask.len() >= vocab.mask_words(), "mask has {} words, needs {}", mask.len(), vocab.mask_words());
+    mask.fill(0);
+    let mut set = |id: u32| mask[id as usize / 32] |= 1 << (id % 32);
+    // Bytes currently pushed = depth of the node whose subtree we are in.
+    let mut pushed = 0usize;
+    let mut i = 1;
+    while i < trie.nodes.len() {
+        let node = &trie.nodes[i];
+        let parent_depth = node.depth as usize - 1;
+        if pushed > parent_depth {
+            recognizer.pop_bytes(pushed - parent_depth);
+            pushed = parent_depth;
+        }
+        if recognizer.push_byte(node.byte) {
+            pushed += 1;
+            for &t in trie.tokens_at(i) {
+                set(t);
+            }
+            i += 1;
+        } else {
+            i = trie.subtree_end(i);
+        }
+    }
+    recognizer.pop_bytes(pushed);
+    if recognizer.is_accepting() {
+        set(vocab.eos);
+    }
+}

@@ -1,0 +1,144 @@
+//! Helpers shared by the integration tests: paths to the shared corpus, a small
+//! deterministic RNG, and brute-force semantics of DESIGN.md §1 for tiny grammars.
+
+#![allow(dead_code)]
+
+use stackmask_formats::{ByteDfa, Grammar, Symbol};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+/// `../shared` relative to the workspace, where the corpus and tokenizers live.
+pub fn shared() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+}
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// xorshift64*: deterministic, seedable, good enough to generate test cases.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// Every string over `alphabet` of length `1..=max`.
+pub fn strings(alphabet: &[u8], max: usize) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+    for _ in 0..max {
+        layer = layer
+            .iter()
+            .flat_map(|s| alphabet.iter().map(move |&c| [s.as_slice(), &[c]].concat()))
+            .collect();
+        out.extend(layer.iter().cloned());
+    }
+    out
+}
+
+/// All sentences of length `<= max_len` of a grammar whose rules are non-recursive and
+/// whose terminals have finite languages over `alphabet` (words up to `max_word`),
+/// straight from the definition in DESIGN.md §1: choose a terminal sequence the rules
+/// derive, a word per terminal, ignore lexemes between lexemes, and keep the strings
+/// whose adjacent lexemes satisfy the greedy / lazy rule.
+pub fn sentences(g: &Grammar, dfas: &[ByteDfa], alphabet: &[u8], max_word: usize, max_len: usize) -> BTreeSet<Vec<u8>> {
+    let words: Vec<Vec<Vec<u8>>> = dfas
+        .iter()
+        .enumerate()
+        .map(|(t, d)| {
+            strings(alphabet, max_word)
+                .into_iter()
+                .filter(|w| d.is_accepting(d.run(w)))
+                .filter(|w| !g.terminals[t].lazy || (1..w.len()).all(|k| !d.is_accepting(d.run(&w[..k]))))
+                .collect()
+        })
+        .collect();
+    let mut seqs: BTreeSet<Vec<u32>> = BTreeSet::new();
+    expand(g, &[Symbol::Nonterminal(g.start)], &mut Vec::new(), &mut seqs, max_len);
+    let mut out = BTreeSet::new();
+    for seq in seqs {
+        let mut lexemes: Vec<(u32, Vec<u8>)> = Vec::new();
+        place(g, dfas, &words, &seq, 0, &mut lexemes, 0, max_len, &mut out);
+    }
+    out
+}
+
+/// Terminal sequences (without ignore terminals) derivable from `todo`, at most `max` long.
+fn expand(g: &Grammar, todo: &[Symbol], done: &mut Vec<u32>, out: &mut BTreeSet<Vec<u32>>, max: usize) {
+    if done.len() > max {
+        return;
+    }
+    match todo.first() {
+        None => {
+            out.insert(done.clone());
+        }
+        Some(Symbol::Terminal(t)) => {
+            done.push(*t);
+            expand(g, &todo[1..], done, out, max);
+            done.pop();
+        }
+        Some(Symbol::Nonterminal(n)) => {
+            for r in g.rules_of(*n) {
+                let next: Vec<Symbol> = g.rules[r].rhs.iter().chain(&todo[1..]).copied().collect();
+                expand(g, &next, done, out, max);
+            }
+        }
+    }
+}
+
+fn greedy_ok(g: &Grammar, dfas: &[ByteDfa], prev: &(u32, Vec<u8>), next_byte: u8) -> bool {
+    let d = &dfas[prev.0 as usize];
+    g.terminals[prev.0 as usize].lazy || !d.extends(d.run(&prev.1), next_byte)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn place(
+    g: &Grammar,
+    dfas: &[ByteDfa],
+    words: &[Vec<Vec<u8>>],
+    seq: &[u32],
+    i: usize,
+    lexemes: &mut Vec<(u32, Vec<u8>)>,
+    len: usize,
+    max_len: usize,
+    out: &mut BTreeSet<Vec<u8>>,
+) {
+    if i == seq.len() {
+        // No trailing ignore: the last lexeme placed is a grammar lexeme (or none at all).
+        out.insert(lexemes.iter().flat_map(|l| l.1.clone()).collect());
+        return;
+    }
+    let fits = |lexemes: &Vec<(u32, Vec<u8>)>, w: &[u8]| lexemes.last().is_none_or(|p| greedy_ok(g, dfas, p, w[0]));
+    for w in &words[seq[i] as usize] {
+        if len + w.len() <= max_len && fits(lexemes, w) {
+            lexemes.push((seq[i], w.clone()));
+            place(g, dfas, words, seq, i + 1, lexemes, len + w.len(), max_len, out);
+            lexemes.pop();
+        }
+    }
+    // Ignore lexemes: between lexemes, or first with allow_initial_skip.
+    if !lexemes.is_empty() || g.allow_initial_skip {
+        for &it in &g.ignore {
+            for w in &words[it as usize] {
+                if len + w.len() <= max_len && fits(lexemes, w) {
+                    lexemes.push((it, w.clone()));
+                    place(g, dfas, words, seq, i, lexemes, len + w.len(), max_len, out);
+                    lexemes.pop();
+                }
+            }
+        }
+    }
+}
