@@ -1,1 +1,14 @@
-//! x
+//! The stackmask compiler: turns a grammar and a tokenizer into the tables the runtime
+//! reads.
+//!
+//! Stages, in the order data flows: [`frontend`] (Lark text → grammar IR),
+//! [`lexer`] (terminal regexes → byte DFAs), [`vocab`] (tokenizers → vocabulary and
+//! token trie).
+
+pub mod frontend;
+pub mod adjacency;
+pub mod analysis;
+pub mod lexer;
+pub mod lr;
+pub mod pipeline;
+pub mod vocab;

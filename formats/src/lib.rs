@@ -7,12 +7,17 @@
 //! front end → IR → automata → artifact → runtime — without the runtime depending on
 //! the compiler.
 
+pub mod artifact;
 pub mod dfa;
 pub mod grammar;
+pub mod lr;
+pub mod parser;
 pub mod trie;
 pub mod vocab;
 
 pub use dfa::ByteDfa;
+pub use lr::{Action, LrTables};
+pub use parser::{ParserTables, TablesRef};
 pub use grammar::{Grammar, Location, Nonterminal, NonterminalId, Rule, Symbol, Terminal, TerminalId};
 pub use trie::TokenTrie;
 pub use vocab::{TokenKind, Vocabulary};

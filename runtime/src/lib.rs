@@ -5,6 +5,7 @@
 //! precomputation, the oracle) and the compiled path (a GLR parser over generated
 //! tables, loaded from an artifact).
 
+pub mod glr;
 pub mod reference;
 pub mod trie_walk;
 

@@ -1,0 +1,454 @@
+//! End-to-end tests of [`super::parse_grammar`]: the IR shape each construct produces,
+//! and the exact `file:line:col` and message of each error.
+
+use stackmask_formats::grammar::{Grammar, Location};
+
+use super::{parse_grammar, GrammarErrorKind};
+
+fn grammar(src: &str) -> Grammar {
+    parse_grammar(src, "g.lark").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The productions as `lhs -> sym sym` (`lhs -> ε` for empty ones), in IR order.
+fn rules(g: &Grammar) -> Vec<String> {
+    g.rules
+        .iter()
+        .map(|r| {
+            let rhs: Vec<&str> = r.rhs.iter().map(|&s| g.symbol_name(s)).collect();
+            let rhs = if rhs.is_empty() { "ε".to_string() } else { rhs.join(" ") };
+            format!("{} -> {}", g.nonterminals[r.lhs as usize].name, rhs)
+        })
+        .collect()
+}
+
+/// `name = regex` for every terminal, in IR order.
+fn terminals(g: &Grammar) -> Vec<String> {
+    g.terminals.iter().map(|t| format!("{} = {}", t.name, t.regex)).collect()
+}
+
+fn error(src: &str) -> String {
+    match parse_grammar(src, "g.lark") {
+        Ok(g) => panic!("expected an error, got {:?}", rules(&g)),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn error_kind(src: &str) -> GrammarErrorKind {
+    parse_grammar(src, "g.lark").expect_err("expected an error").kind
+}
+
+// ---------------------------------------------------------------------------------------
+// Constructs
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn rules_alternatives_and_literals() {
+    let g = grammar("start: \"a\" b\nb: \"c\" | \"d\"\n");
+    assert_eq!(rules(&g), ["start -> \"a\" b", "b -> \"c\"", "b -> \"d\""]);
+    assert_eq!(terminals(&g), ["\"a\" = a", "\"c\" = c", "\"d\" = d"]);
+    assert_eq!(g.nonterminals.len(), 2);
+    assert_eq!(g.nonterminals[g.start as usize].name, "start");
+    assert_eq!(g.source_name, "g.lark");
+    assert!(g.ignore.is_empty());
+    assert!(!g.allow_initial_skip);
+}
+
+#[test]
+fn alternatives_continue_on_following_lines() {
+    let src = "// leading comment\n\nstart: a\n     | b   // c\n\n     # another comment\n     | \"z\"\na: \"x\"\nb: (\"y\"\n   \"w\")\n";
+    let g = grammar(src);
+    assert_eq!(rules(&g), ["start -> a", "start -> b", "start -> \"z\"", "a -> \"x\"", "b -> \"y\" \"w\""]);
+}
+
+#[test]
+fn empty_alternatives_and_empty_strings_are_epsilon() {
+    let g = grammar("start: | \"a\" \"\" | (\"\" | \"b\") \"c\"\n");
+    assert_eq!(rules(&g), ["start -> ε", "start -> \"a\"", "start -> __start_opt_0 \"c\"", "__start_opt_0 -> ε", "__start_opt_0 -> \"b\""]);
+}
+
+#[test]
+fn tree_shaping_modifiers_are_ignored() {
+    let g = grammar("start: _a -> x\n?_a: b | \"q\" -> y\n!b.3: \"k\"\n");
+    assert_eq!(rules(&g), ["start -> _a", "_a -> b", "_a -> \"q\"", "b -> \"k\""]);
+}
+
+#[test]
+fn star_plus_and_optional_become_helpers() {
+    let g = grammar("start: \"a\"* \"b\"+ \"c\"? [\"d\" \"e\"]\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> __start_star_0 __start_plus_1 __start_opt_2 __start_opt_3",
+            "__start_star_0 -> __start_star_0 \"a\"",
+            "__start_star_0 -> ε",
+            "__start_plus_1 -> __start_plus_1 \"b\"",
+            "__start_plus_1 -> \"b\"",
+            "__start_opt_2 -> \"c\"",
+            "__start_opt_2 -> ε",
+            "__start_opt_3 -> \"d\" \"e\"",
+            "__start_opt_3 -> ε",
+        ]
+    );
+}
+
+#[test]
+fn groups_are_spliced_or_become_helpers() {
+    let g = grammar("start: (\"a\" \"b\") (\"c\" | \"d\")* x\nx: (\"e\" | \"f\")\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> \"a\" \"b\" __start_star_0 x",
+            "x -> __x_group_1",
+            "__start_star_0 -> __start_star_0 \"c\"",
+            "__start_star_0 -> __start_star_0 \"d\"",
+            "__start_star_0 -> ε",
+            "__x_group_1 -> \"e\"",
+            "__x_group_1 -> \"f\"",
+        ]
+    );
+}
+
+#[test]
+fn identical_helpers_are_shared() {
+    let g = grammar("start: \"a\"* \"b\" \"a\"* | c\nc: \"a\"*\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> __start_star_0 \"b\" __start_star_0",
+            "start -> c",
+            "c -> __start_star_0",
+            "__start_star_0 -> __start_star_0 \"a\"",
+            "__start_star_0 -> ε",
+        ]
+    );
+}
+
+#[test]
+fn star_of_something_with_an_empty_alternative_drops_it() {
+    // `("a" | "")*` is `"a"*`; keeping the empty alternative would give `H -> H`.
+    let g = grammar("start: (\"a\" | \"\")* (\"b\" | \"\")+\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> __start_star_0 __start_star_1",
+            "__start_star_0 -> __start_star_0 \"a\"",
+            "__start_star_0 -> ε",
+            "__start_star_1 -> __start_star_1 \"b\"",
+            "__start_star_1 -> ε",
+        ]
+    );
+}
+
+#[test]
+fn bounded_repetition_is_expanded() {
+    let g = grammar("start: \"a\" ~ 3\n");
+    assert_eq!(rules(&g), ["start -> \"a\" \"a\" \"a\""]);
+
+    let g = grammar("start: \"a\" ~ 1..3\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> \"a\" __start_rep_1",
+            "__start_rep_0 -> \"a\"",
+            "__start_rep_0 -> ε",
+            "__start_rep_1 -> \"a\" __start_rep_0",
+            "__start_rep_1 -> ε",
+        ]
+    );
+
+    // llguidance's `{n,}` and `{,m}`, on a group with two alternatives.
+    let g = grammar("start: (\"a\" | \"b\"){2,} \"c\"{,1}\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> __start_group_0 __start_group_0 __start_star_1 __start_rep_2",
+            "__start_group_0 -> \"a\"",
+            "__start_group_0 -> \"b\"",
+            "__start_star_1 -> __start_star_1 \"a\"",
+            "__start_star_1 -> __start_star_1 \"b\"",
+            "__start_star_1 -> ε",
+            "__start_rep_2 -> \"c\"",
+            "__start_rep_2 -> ε",
+        ]
+    );
+}
+
+#[test]
+fn anonymous_terminals_are_deduplicated_and_reuse_named_ones() {
+    let g = grammar("start: \"(\" x \")\" \"(\" COMMA \",\"\nx: \",\" /[0-9]+/ /[0-9]+/ NUM\nCOMMA: \",\"\nNUM: /[0-9]+/\n");
+    assert_eq!(
+        rules(&g),
+        ["start -> \"(\" x \")\" \"(\" COMMA COMMA", "x -> COMMA NUM NUM NUM"]
+    );
+    assert_eq!(terminals(&g), ["\"(\" = \\(", "\")\" = \\)", "COMMA = ,", "NUM = (?:[0-9]+)"]);
+}
+
+#[test]
+fn lazy_terminals_are_not_reused_for_literals() {
+    let g = grammar("start: A \"a\"\nA[lazy]: \"a\"\n");
+    assert_eq!(rules(&g), ["start -> A \"a\""]);
+    assert!(g.terminals[0].lazy);
+    assert!(!g.terminals[1].lazy);
+}
+
+#[test]
+fn literal_flags_ranges_and_escapes() {
+    let g = grammar("start: \"select\"i /a.b/si \"a\"..\"f\" \"\\t\\\"*\" /x\\/y/\n");
+    assert_eq!(
+        terminals(&g),
+        [
+            "\"select\"i = (?i:select)",
+            "/a.b/si = (?si:a.b)",
+            "\"a\"..\"f\" = [a-f]",
+            "\"\\t\\\"*\" = \\x{9}\"\\*",
+            "/x\\/y/ = (?:x/y)",
+        ]
+    );
+}
+
+#[test]
+fn terminals_are_expanded_and_unused_ones_dropped() {
+    let g = grammar("start: NAME\nNAME: LETTER (LETTER | DIGIT)*\nLETTER: \"a\"..\"z\"\nDIGIT: \"0\"..\"9\"\nUNUSED: \"u\"\n");
+    assert_eq!(terminals(&g), ["NAME = [a-z](?:[a-z]|[0-9])*"]);
+    assert_eq!(g.terminals[0].defined_at, Some(Location { line: 2, col: 1 }));
+}
+
+#[test]
+fn unreachable_rules_are_dropped() {
+    let g = grammar("start: \"a\"\nother: \"b\" other2\nother2: \"c\"\n");
+    assert_eq!(rules(&g), ["start -> \"a\""]);
+    assert_eq!(g.nonterminals.len(), 1);
+    assert_eq!(terminals(&g), ["\"a\" = a"]);
+}
+
+#[test]
+fn priorities() {
+    let g = grammar("start.5: A B C\nA.2: \"a\"\nB.-1: \"b\"\nC: \"c\"\n");
+    let prio: Vec<i32> = g.terminals.iter().map(|t| t.priority).collect();
+    assert_eq!(prio, [2, -1, 0]);
+}
+
+#[test]
+fn ignore_directives() {
+    let g = grammar("%import common.WS\n%ignore WS\n%ignore \"#\" /[^\\n]*/\n%ignore WS\nstart: \"a\"\n");
+    assert_eq!(terminals(&g), ["\"a\" = a", "WS = (?:[ \\t\\f\\r\\n])+", "\"#\" /[^\\n]*/ = \\#(?:[^\\n]*)"]);
+    assert_eq!(g.ignore, [1, 2]);
+    assert!(g.is_ignore(1) && !g.is_ignore(0));
+    // An ignored literal that a named terminal defines reuses it.
+    let g = grammar("start: \"a\"\nSP: \" \"\n%ignore \" \"\n");
+    assert_eq!(terminals(&g), ["\"a\" = a", "SP =  "]);
+}
+
+#[test]
+fn imports_from_common() {
+    let g = grammar("%import common (INT, WS_INLINE)\n%import common.CNAME -> NAME\n%import common.ESCAPED_STRING\nstart: NAME INT ESCAPED_STRING\n%ignore WS_INLINE\n");
+    let names: Vec<&str> = g.terminals.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["NAME", "INT", "ESCAPED_STRING", "WS_INLINE"]);
+    assert_eq!(g.terminals[1].regex, "[0-9]+");
+    // Imported terminals point at the import.
+    assert_eq!(g.terminals[0].defined_at, Some(Location { line: 2, col: 25 }));
+    let g = grammar("%import unicode.WS\nstart: WS\n");
+    assert_eq!(terminals(&g), ["WS = (?:[ \\t\\xa0\\f\\r\\n])+"]);
+}
+
+#[test]
+fn llguidance_directive_and_lazy() {
+    let g = grammar("%llguidance {\"allow_initial_skip\": true}\nstart: TEXT \"!\"\nTEXT[lazy]: /.+/\n");
+    assert!(g.allow_initial_skip);
+    assert!(g.terminals[0].lazy);
+    assert!(!grammar("%llguidance {}\nstart: \"a\"").allow_initial_skip);
+}
+
+#[test]
+fn templates_are_instantiated() {
+    let g = grammar("_sep{x, s}: x (s x)*\nstart: _sep{item, \",\"} _sep{\"z\", \";\"}\nitem: \"i\"\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> _sep{item, \",\"} _sep{\"z\", \";\"}",
+            "item -> \"i\"",
+            "_sep{item, \",\"} -> item ___sep{item, \",\"}_star_0",
+            "___sep{item, \",\"}_star_0 -> ___sep{item, \",\"}_star_0 \",\" item",
+            "___sep{item, \",\"}_star_0 -> ε",
+            "_sep{\"z\", \";\"} -> \"z\" ___sep{\"z\", \";\"}_star_1",
+            "___sep{\"z\", \";\"}_star_1 -> ___sep{\"z\", \";\"}_star_1 \";\" \"z\"",
+            "___sep{\"z\", \";\"}_star_1 -> ε",
+        ]
+    );
+    // Templates calling templates, with the caller's parameter as argument.
+    let g = grammar("_list{x}: \"[\" _sep{x} \"]\"\n_sep{y}: y (\",\" y)*\nstart: _list{\"a\"}\n");
+    assert_eq!(g.nonterminals.len(), 4);
+    assert_eq!(g.nonterminals[1].name, "_list{\"a\"}");
+    assert_eq!(g.nonterminals[2].name, "_sep{\"a\"}");
+}
+
+#[test]
+fn recursion_is_kept() {
+    let g = grammar("start: \"(\" start \")\" | \"x\"\n");
+    assert_eq!(rules(&g), ["start -> \"(\" start \")\"", "start -> \"x\""]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors: exact location and message
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn syntax_errors_say_what_was_expected() {
+    assert_eq!(
+        error("start: \"a\" )\n"),
+        "g.lark:1:12: unexpected `)`; expected one of `|`, end of line"
+    );
+    assert_eq!(error("start \"a\"\n"), "g.lark:1:7: unexpected string literal `\"a\"`; expected one of `.`, `:`, `[`, `{`");
+    assert_eq!(
+        error("start: (\"a\"\n"),
+        "g.lark:1:12: unexpected end of input; expected one of `)`, `|`"
+    );
+    assert_eq!(error("a: \"x\"\n: \"y\"\n"), "g.lark:2:1: unexpected `:`; expected one of `!`, `%declare`, `%extend`, `%ignore`, `%import`, `%llguidance`, `%override`, `?`, rule name, terminal name");
+    assert_eq!(error("start: \"a\" \"b\nx: y\n"), "g.lark:1:12: unterminated string literal");
+    assert_eq!(
+        error("start: /a\nb/\n"),
+        "g.lark:1:8: unterminated regex literal (a regex may contain line breaks only with the `x` flag)"
+    );
+    assert_eq!(error("start: \"\\x4\"\n"), "g.lark:1:9: invalid escape `\\x4` in string literal");
+    assert_eq!(error("start: \"a\" ; \n"), "g.lark:1:12: unexpected character `;`");
+    assert!(matches!(error_kind("start: \"a\" )"), GrammarErrorKind::Syntax { .. }));
+}
+
+#[test]
+fn undefined_names_are_reported_at_the_use() {
+    assert_eq!(error("start: a b\na: \"x\"\n"), "g.lark:1:10: undefined rule `b`");
+    assert_eq!(error("start: \"x\"\n  | X\n"), "g.lark:2:5: undefined terminal `X`");
+    assert_eq!(error("start: \"x\"\nunused: y\n"), "g.lark:2:9: undefined rule `y`");
+    assert_eq!(error("%ignore WS\nstart: \"a\"\n"), "g.lark:1:9: undefined terminal `WS`");
+    assert_eq!(error("%import common.BLAH\nstart: BLAH\n"), "g.lark:1:16: undefined terminal `common.BLAH`");
+    assert_eq!(error("root: \"a\"\n"), "g.lark:1:1: no `start` rule: the start symbol is the rule named `start`");
+}
+
+#[test]
+fn duplicates_are_reported_at_the_second_definition() {
+    assert_eq!(error("start: \"a\"\nfoo: \"b\"\n\nfoo: \"c\"\n"), "g.lark:4:1: `foo` is already defined at 2:1");
+    assert_eq!(error("start: A\nA: \"a\"\n  A: \"b\"\n"), "g.lark:3:3: `A` is already defined at 2:1");
+    assert_eq!(error("%import common.WS\nstart: WS\nWS: \" \"\n"), "g.lark:3:1: `WS` is already defined at 1:16");
+    assert_eq!(error("%import common.INT -> N\n%import common.WS -> N\nstart: N\n"), "g.lark:2:22: `N` is already defined at 1:23");
+}
+
+#[test]
+fn empty_terminals() {
+    assert_eq!(error("start: A\nA: /a*/\n"), "g.lark:2:1: `A` is a terminal that can match the empty string");
+    assert_eq!(error("start: \"x\" /b?/\n"), "g.lark:1:12: `/b?/` is a terminal that can match the empty string");
+    assert_eq!(error("start: \"x\"\n%ignore /\\s*/\n"), "g.lark:2:9: `/\\s*/` is a terminal that can match the empty string");
+    // Fragments used only inside other terminals may match the empty string.
+    let g = grammar("start: A\nA: \"a\" E\nE: /e*/\nUNUSED: /u*/\n");
+    assert_eq!(terminals(&g), ["A = a(?:e*)"]);
+}
+
+#[test]
+fn unsupported_regex_features_point_at_the_regex() {
+    assert_eq!(
+        error("start: A\nA: \"x\"  /a(?=b)/\n"),
+        "g.lark:2:9: unsupported regex feature: lookahead `(?=...)`"
+    );
+    assert_eq!(error("start: /(a)\\1/\n"), "g.lark:1:8: unsupported regex feature: backreference `\\N`");
+    assert!(error_kind("start: /\\bx/").is_unsupported());
+    assert_eq!(error("start: \"a\" /[a/\n"), "g.lark:1:12: invalid regex: unclosed character class");
+    assert_eq!(error("start: /a/l\n"), "g.lark:1:8: unsupported regex feature: flag `l` (locale-dependent matching)");
+}
+
+#[test]
+fn unsupported_directives() {
+    assert_eq!(
+        error("start: A\n%declare A\n"),
+        "g.lark:2:1: unsupported directive: `%declare` (terminals made by a post-lexer, like Python's _INDENT/_DEDENT, are not regular languages)"
+    );
+    assert_eq!(
+        error("start: a\n%import .other (a)\n"),
+        "g.lark:2:1: unsupported directive: `%import` from `.other` (only the built-in `common` and `unicode` libraries can be imported)"
+    );
+    assert_eq!(
+        error("%import python.NAME\nstart: NAME\n"),
+        "g.lark:1:1: unsupported directive: `%import` from `python` (only the built-in `common` and `unicode` libraries can be imported)"
+    );
+    assert_eq!(
+        error("start: a\n%override a: \"b\"\n"),
+        "g.lark:2:1: unsupported directive: `%override` (it only applies to rules imported from other grammars)"
+    );
+    assert_eq!(
+        error("%llguidance {\"allow_initial_skip\": true, \"no_forcing\": true}\nstart: \"a\"\n"),
+        "g.lark:1:1: unsupported directive: `%llguidance` key `no_forcing`"
+    );
+    assert_eq!(
+        error("%llguidance {\"allow_initial_skip\": 1}\nstart: \"a\"\n"),
+        "g.lark:1:1: invalid directive: `allow_initial_skip` must be true or false"
+    );
+    assert_eq!(error("start: %json {}\n"), "g.lark:1:8: unsupported directive: `%json` (llguidance)");
+    assert_eq!(error("%foo x\n"), "g.lark:1:1: unsupported directive: `%foo`");
+    assert_eq!(
+        error("start: a\na[max_tokens=5]: \"x\"\n"),
+        "g.lark:2:3: unsupported attribute `max_tokens` (only `lazy` is supported)"
+    );
+    assert!(error_kind("start: \"a\" <|eos|>").is_unsupported());
+    assert!(error_kind("start: A\nA: /a/ & /b/").is_unsupported());
+    assert!(error_kind("start: a::0").is_unsupported());
+}
+
+#[test]
+fn unproductive_rules() {
+    assert_eq!(
+        error("start: a\na: \"x\" a\n"),
+        "g.lark:2:1: rule `a` derives no finite string of terminals (every alternative recurses without reaching a base case)"
+    );
+    // The culprit is the recursion, not the rules that only use it.
+    assert_eq!(
+        error("start: b | c\nb: \"x\" c\nc: \"(\" c \")\" \"y\"+\n"),
+        "g.lark:3:1: rule `c` derives no finite string of terminals (every alternative recurses without reaching a base case)"
+    );
+    // Unreachable unproductive rules are simply dropped.
+    grammar("start: \"a\"\nloop: loop \"x\"\n");
+}
+
+#[test]
+fn cyclic_derivations() {
+    assert_eq!(
+        error("start: a\na: b | \"x\"\nb: a\n"),
+        "g.lark:2:1: cyclic derivation a => b => a (a rule derives itself without consuming input)"
+    );
+    // Through a nullable neighbour.
+    assert_eq!(
+        error("start: a\na: b a | \"x\"\nb: \"y\"?\n"),
+        "g.lark:2:1: cyclic derivation a => a (a rule derives itself without consuming input)"
+    );
+    assert!(matches!(error_kind("start: start | \"a\""), GrammarErrorKind::CyclicUnitRules { .. }));
+}
+
+#[test]
+fn template_errors() {
+    assert_eq!(
+        error("_sep{x, s}: x (s x)*\nstart: _sep{\"a\"}\n"),
+        "g.lark:2:8: template `_sep`: takes 2 argument(s), but 1 are given"
+    );
+    assert_eq!(error("a: \"a\"\nstart: a{\"b\"}\n"), "g.lark:2:8: template `a`: is not a template, but is given arguments");
+    assert_eq!(
+        error("_t{x}: x\nstart: _t\n"),
+        "g.lark:2:8: template `_t`: is a template and needs 1 argument(s): `_t{...}`"
+    );
+}
+
+#[test]
+fn other_errors() {
+    assert_eq!(error("start: a\n%ignore a\na: \"x\"\n"), "g.lark:2:9: `%ignore` needs a terminal, but `a` is a rule");
+    assert_eq!(error("start: \"a\" ~ 3..2\n"), "g.lark:1:8: invalid repetition: range end 2 must be >= start 3");
+    assert_eq!(error("start: \"a\" ~ 20000\n"), "g.lark:1:8: invalid repetition: count 20000 is too large (the limit is 10000)");
+    assert_eq!(error("start: \"ab\"..\"c\"\n"), "g.lark:1:8: invalid character range: range start \"ab\" must be a single character");
+    assert_eq!(
+        error("start: A\nA: \"a\" b\nb: \"b\"\n"),
+        "g.lark:2:8: terminal `A` refers to rule `b`; terminals may only use literals, regexes and other terminals"
+    );
+}
+
+#[test]
+fn error_display_uses_the_source_name() {
+    let e = parse_grammar("start: x", "dir/my.lark").unwrap_err();
+    assert_eq!((e.line, e.col), (1, 8));
+    assert_eq!(e.source_name, "dir/my.lark");
+    assert!(e.to_string().starts_with("dir/my.lark:1:8: "));
+}

@@ -1,0 +1,280 @@
+//! LR stage: the canonical LR(1) automaton of the normalized grammar, conflicts kept.
+//!
+//! Why canonical LR(1) and not LALR(1): in canonical LR(1) every item of a state is
+//! valid for *every* viable prefix that reaches the state, so "the state has an action
+//! on `t`" means exactly "`t` can be shifted next" (the correct-prefix property). The
+//! runtime uses that to decide which lexemes to start without simulating reductions.
+//! LALR merges states and loses it (it may reduce on a terminal that can never be
+//! shifted). The cost is more states; JSON and the shipped C subset stay small.
+//!
+//! Conflicts (shift/reduce, reduce/reduce) are not resolved: each is a GLR fork, and
+//! [`Conflict`] records them so `stackmask check` can show grammar authors where.
+
+use crate::analysis::{union_into, FirstSets};
+use stackmask_formats::{Action, Grammar, LrTables, Symbol};
+use std::collections::HashMap;
+
+/// Default limit on the number of LR(1) states.
+pub const DEFAULT_MAX_STATES: usize = 200_000;
+
+/// Why the automaton could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LrError {
+    /// The automaton grew past the state limit.
+    #[error("the LR(1) automaton exceeds the limit of {limit} states (max_lr_states); simplify the grammar or raise the limit")]
+    TooManyStates {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// A table cell with more than one action: a place where the GLR parser forks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The LR state.
+    pub state: u32,
+    /// The lookahead terminal (the grammar's id; `eof` for end of input).
+    pub terminal: u32,
+    /// The competing actions.
+    pub actions: Vec<Action>,
+    /// The competing items, rendered `A → α • β`.
+    pub items: Vec<String>,
+}
+
+/// The LR(1) automaton: tables for the runtime plus what reports need.
+#[derive(Debug, Clone)]
+pub struct LrAutomaton {
+    /// The parse tables.
+    pub tables: LrTables,
+    /// Every conflicting cell.
+    pub conflicts: Vec<Conflict>,
+}
+
+type Bits = Vec<u64>;
+
+/// The grammar augmented with `S' → S`, flattened for the construction.
+struct Augmented<'g> {
+    g: &'g Grammar,
+    rules: Vec<(u32, Vec<Symbol>)>,
+    by_lhs: Vec<Vec<u32>>,
+    /// FIRST and nullability of every rule suffix `rhs[dot..]`.
+    suffix_first: Vec<Vec<(Bits, bool)>>,
+    words: usize,
+    eof: u32,
+}
+
+impl<'g> Augmented<'g> {
+    fn new(g: &'g Grammar) -> Self {
+        let nt = g.nonterminals.len();
+        let eof = g.terminals.len() as u32;
+        let mut rules: Vec<(u32, Vec<Symbol>)> = g.rules.iter().map(|r| (r.lhs, r.rhs.clone())).collect();
+        rules.push((nt as u32, vec![Symbol::Nonterminal(g.start)]));
+        let mut by_lhs = vec![Vec::new(); nt + 1];
+        for (i, r) in rules.iter().enumerate() {
+            by_lhs[r.0 as usize].push(i as u32);
+        }
+        let sets = FirstSets::new(g, &rules[rules.len() - 1..], nt + 1);
+        let (first, nullable) = (&sets.first, &sets.nullable);
+        let suffix_first = rules
+            .iter()
+            .map(|(_, rhs)| {
+                let mut out = vec![(vec![0u64; sets.words], true); rhs.len() + 1];
+                for d in (0..rhs.len()).rev() {
+                    let (mut f, n) = match rhs[d] {
+                        Symbol::Terminal(t) => {
+                            let mut b = vec![0u64; sets.words];
+                            b[t as usize / 64] |= 1 << (t % 64);
+                            (b, false)
+                        }
+                        Symbol::Nonterminal(a) => (first[a as usize].clone(), nullable[a as usize]),
+                    };
+                    if n {
+                        union_into(&mut f, &out[d + 1].0.clone());
+                    }
+                    out[d] = (f, n && out[d + 1].1);
+                }
+                out
+            })
+            .collect();
+        Augmented { g, rules, by_lhs, suffix_first, words: sets.words, eof }
+    }
+
+    fn next(&self, rule: u32, dot: u32) -> Option<Symbol> {
+        self.rules[rule as usize].1.get(dot as usize).copied()
+    }
+
+    fn render_item(&self, rule: u32, dot: u32) -> String {
+        let (lhs, rhs) = &self.rules[rule as usize];
+        let name = |s: &Symbol| match *s {
+            Symbol::Nonterminal(n) if n as usize == self.g.nonterminals.len() => "$start".to_string(),
+            s => self.g.symbol_name(s).to_string(),
+        };
+        let lhs_name = name(&Symbol::Nonterminal(*lhs));
+        let mut parts: Vec<String> = rhs.iter().map(name).collect();
+        parts.insert(dot as usize, "•".into());
+        format!("{lhs_name} → {}", parts.join(" "))
+    }
+}
+
+/// An LR(1) item set: cores `(rule, dot)` with their lookahead sets, sorted by core.
+type ItemSet = Vec<(u32, u32, Bits)>;
+
+/// Builds the canonical LR(1) automaton.
+pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> {
+    let aug = Augmented::new(g);
+    let num_terminals = aug.eof as usize + 1;
+    let num_nonterminals = g.nonterminals.len() + 1;
+    let start_rule = (aug.rules.len() - 1) as u32;
+
+    let mut eof_set = vec![0u64; aug.words];
+    eof_set[aug.eof as usize / 64] |= 1 << (aug.eof % 64);
+    let mut kernels: Vec<ItemSet> = vec![vec![(start_rule, 0, eof_set)]];
+    let mut index: HashMap<ItemSet, u32> = HashMap::new();
+    index.insert(kernels[0].clone(), 0);
+    // Per state: (symbol, target) transitions and the closed item set.
+    let mut transitions: Vec<Vec<(Symbol, u32)>> = Vec::new();
+    let mut closed: Vec<ItemSet> = Vec::new();
+
+    let mut s = 0;
+    while s < kernels.len() {
+        let items = closure(&aug, &kernels[s]);
+        let mut by_symbol: Vec<(Symbol, ItemSet)> = Vec::new();
+        for (r, d, la) in &items {
+            if let Some(x) = aug.next(*r, *d) {
+                match by_symbol.iter_mut().find(|(y, _)| *y == x) {
+                    Some((_, k)) => k.push((*r, d + 1, la.clone())),
+                    None => by_symbol.push((x, vec![(*r, d + 1, la.clone())])),
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(by_symbol.len());
+        for (x, mut kernel) in by_symbol {
+            kernel.sort();
+            let target = match index.get(&kernel) {
+                Some(&t) => t,
+                None => {
+                    let t = kernels.len() as u32;
+                    if kernels.len() >= max_states {
+                        return Err(LrError::TooManyStates { limit: max_states });
+                    }
+                    index.insert(kernel.clone(), t);
+                    kernels.push(kernel);
+                    t
+                }
+            };
+            out.push((x, target));
+        }
+        transitions.push(out);
+        closed.push(items);
+        s += 1;
+    }
+
+    // Tables.
+    let n = kernels.len();
+    let mut cells: Vec<Vec<Action>> = vec![Vec::new(); n * num_terminals];
+    let mut goto = vec![LrTables::NO_GOTO; n * num_nonterminals];
+    for st in 0..n {
+        for &(x, target) in &transitions[st] {
+            match x {
+                Symbol::Terminal(t) => cells[st * num_terminals + t as usize].push(Action::Shift(target)),
+                Symbol::Nonterminal(a) => goto[st * num_nonterminals + a as usize] = target,
+            }
+        }
+        for (r, d, la) in &closed[st] {
+            if aug.next(*r, *d).is_some() {
+                continue;
+            }
+            for t in 0..num_terminals {
+                if la[t / 64] >> (t % 64) & 1 != 0 {
+                    let action = if *r == start_rule { Action::Accept } else { Action::Reduce(*r) };
+                    let cell = &mut cells[st * num_terminals + t];
+                    if !cell.contains(&action) {
+                        cell.push(action);
+                    }
+                }
+            }
+        }
+    }
+    let mut conflicts = Vec::new();
+    let mut action_index = Vec::with_capacity(cells.len() + 1);
+    let mut actions = Vec::new();
+    action_index.push(0u32);
+    for (cell_no, cell) in cells.iter().enumerate() {
+        actions.extend(cell.iter().map(|a| a.encode()));
+        action_index.push(actions.len() as u32);
+        if cell.len() > 1 {
+            let (st, t) = (cell_no / num_terminals, (cell_no % num_terminals) as u32);
+            let items = closed[st]
+                .iter()
+                .filter(|(r, d, la)| match aug.next(*r, *d) {
+                    Some(Symbol::Terminal(x)) => x == t,
+                    None => la[t as usize / 64] >> (t % 64) & 1 != 0,
+                    _ => false,
+                })
+                .map(|(r, d, _)| aug.render_item(*r, *d))
+                .collect();
+            conflicts.push(Conflict { state: st as u32, terminal: t, actions: cell.clone(), items });
+        }
+    }
+    let tables = LrTables {
+        num_states: n as u32,
+        num_terminals: num_terminals as u32,
+        num_nonterminals: num_nonterminals as u32,
+        start_state: 0,
+        action_index,
+        actions,
+        goto,
+        rule_lhs: aug.rules.iter().map(|r| r.0).collect(),
+        rule_len: aug.rules.iter().map(|r| r.1.len() as u32).collect(),
+    };
+    debug_assert!(tables.validate().is_ok());
+    Ok(LrAutomaton { tables, conflicts })
+}
+
+/// LR(1) closure of a kernel: predicted items get FIRST(β) plus, when β is nullable,
+/// the lookaheads of the item that predicted them.
+fn closure(aug: &Augmented, kernel: &ItemSet) -> ItemSet {
+    let mut items: ItemSet = kernel.clone();
+    let mut at: HashMap<(u32, u32), usize> = items.iter().enumerate().map(|(i, (r, d, _))| ((*r, *d), i)).collect();
+    let mut work: Vec<usize> = (0..items.len()).collect();
+    while let Some(i) = work.pop() {
+        let (r, d) = (items[i].0, items[i].1);
+        let Some(Symbol::Nonterminal(b)) = aug.next(r, d) else { continue };
+        let (first, nullable) = &aug.suffix_first[r as usize][d as usize + 1];
+        let mut look = first.clone();
+        if *nullable {
+            union_into(&mut look, &items[i].2.clone());
+        }
+        for &rb in &aug.by_lhs[b as usize] {
+            match at.get(&(rb, 0)) {
+                Some(&j) => {
+                    if union_into(&mut items[j].2, &look) {
+                        work.push(j);
+                    }
+                }
+                None => {
+                    at.insert((rb, 0), items.len());
+                    items.push((rb, 0, look.clone()));
+                    work.push(items.len() - 1);
+                }
+            }
+        }
+    }
+    items
+}
+
+impl LrAutomaton {
+    /// Renders the conflicts for a report: one block per cell.
+    pub fn conflict_report(&self, g: &Grammar) -> String {
+        let mut out = String::new();
+        for c in &self.conflicts {
+            let t = if c.terminal as usize == g.terminals.len() { "$end" } else { &g.terminals[c.terminal as usize].name };
+            let kinds: Vec<&str> = c.actions.iter().map(|a| if matches!(a, Action::Shift(_)) { "shift" } else { "reduce" }).collect();
+            out.push_str(&format!("  state {} on {}: {}\n", c.state, t, kinds.join("/")));
+            for it in &c.items {
+                out.push_str(&format!("      {it}\n"));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,237 @@
+//! Everything the GLR runtime reads, as flat arrays: the terminal DFAs merged into one
+//! transition table, the LR tables, and per-state expected-terminal sets.
+//!
+//! [`ParserTables`] owns the arrays (the compiler builds it; the artifact stores each
+//! array as its own aligned section); [`TablesRef`] borrows them — from a
+//! `ParserTables` or straight from an mmap'd artifact — and is what the runtime uses.
+
+use crate::{Action, ByteDfa, LrTables};
+
+use serde::{Deserialize, Serialize};
+
+/// Owned parser tables.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ParserTables {
+    /// All terminal DFAs in one table: global state 0 is the shared dead state,
+    /// `dfa_trans[s * 256 + b]` the successor.
+    pub dfa_trans: Vec<u32>,
+    /// Per global DFA state: [`ByteDfa::ACCEPTING`] | [`ByteDfa::LIVE`].
+    pub dfa_flags: Vec<u8>,
+    /// Per terminal: its start state in the global table.
+    pub dfa_start: Vec<u32>,
+    /// Per terminal: 1 if lazy.
+    pub lazy: Vec<u8>,
+    /// Ignore terminals.
+    pub ignore: Vec<u32>,
+    /// Whether ignore lexemes may come first.
+    pub allow_initial_skip: bool,
+    /// LR tables.
+    pub lr: LrTables,
+    /// Per LR state, `expected_words` words: the terminals with an action there (end
+    /// of input excluded). With canonical LR(1) these are exactly the terminals that
+    /// can be shifted next.
+    pub expected: Vec<u64>,
+    /// Words per state in `expected`.
+    pub expected_words: u32,
+}
+
+/// Borrowed parser tables; see the module docs. Build it only from validated data
+/// ([`ParserTables::validate`] or the artifact loader), which makes every index the
+/// runtime computes in bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct TablesRef<'a> {
+    /// See [`ParserTables::dfa_trans`].
+    pub dfa_trans: &'a [u32],
+    /// See [`ParserTables::dfa_flags`].
+    pub dfa_flags: &'a [u8],
+    /// See [`ParserTables::dfa_start`].
+    pub dfa_start: &'a [u32],
+    /// See [`ParserTables::lazy`].
+    pub lazy: &'a [u8],
+    /// See [`ParserTables::ignore`].
+    pub ignore: &'a [u32],
+    /// See [`ParserTables::allow_initial_skip`].
+    pub allow_initial_skip: bool,
+    /// Number of terminal columns (grammar terminals + end of input).
+    pub num_terminals: u32,
+    /// Number of nonterminal columns.
+    pub num_nonterminals: u32,
+    /// Initial LR state.
+    pub start_state: u32,
+    /// See [`LrTables::action_index`].
+    pub action_index: &'a [u32],
+    /// See [`LrTables::actions`].
+    pub actions: &'a [u32],
+    /// See [`LrTables::goto`].
+    pub goto: &'a [u32],
+    /// See [`LrTables::rule_lhs`].
+    pub rule_lhs: &'a [u32],
+    /// See [`LrTables::rule_len`].
+    pub rule_len: &'a [u32],
+    /// See [`ParserTables::expected`].
+    pub expected: &'a [u64],
+    /// See [`ParserTables::expected_words`].
+    pub expected_words: u32,
+}
+
+impl ParserTables {
+    /// Builds the tables from per-terminal DFAs and LR tables.
+    pub fn new(dfas: &[ByteDfa], lazy: &[bool], ignore: &[u32], allow_initial_skip: bool, lr: LrTables) -> Self {
+        let mut dfa_trans = vec![0u32; 256];
+        let mut dfa_flags = vec![0u8];
+        let mut dfa_start = Vec::with_capacity(dfas.len());
+        for d in dfas {
+            // Local state s > 0 becomes base + s - 1; local DEAD stays global 0.
+            let base = dfa_flags.len() as u32;
+            let global = |s: u32| if s == ByteDfa::DEAD { 0 } else { base + s - 1 };
+            for s in 1..d.num_states() as u32 {
+                dfa_trans.extend((0..=255u8).map(|b| global(d.next(s, b))));
+                dfa_flags.push(d.flags[s as usize]);
+            }
+            dfa_start.push(global(d.start));
+        }
+        let words = (lr.num_terminals as usize).div_ceil(64);
+        let eof = lr.eof();
+        let mut expected = vec![0u64; lr.num_states as usize * words];
+        for s in 0..lr.num_states {
+            for t in 0..eof {
+                if !lr.actions(s, t).is_empty() {
+                    expected[s as usize * words + t as usize / 64] |= 1 << (t % 64);
+                }
+            }
+        }
+        ParserTables {
+            dfa_trans,
+            dfa_flags,
+            dfa_start,
+            lazy: lazy.iter().map(|&l| l as u8).collect(),
+            ignore: ignore.to_vec(),
+            allow_initial_skip,
+            lr,
+            expected,
+            expected_words: words as u32,
+        }
+    }
+
+    /// Borrows the tables.
+    pub fn view(&self) -> TablesRef<'_> {
+        TablesRef {
+            dfa_trans: &self.dfa_trans,
+            dfa_flags: &self.dfa_flags,
+            dfa_start: &self.dfa_start,
+            lazy: &self.lazy,
+            ignore: &self.ignore,
+            allow_initial_skip: self.allow_initial_skip,
+            num_terminals: self.lr.num_terminals,
+            num_nonterminals: self.lr.num_nonterminals,
+            start_state: self.lr.start_state,
+            action_index: &self.lr.action_index,
+            actions: &self.lr.actions,
+            goto: &self.lr.goto,
+            rule_lhs: &self.lr.rule_lhs,
+            rule_len: &self.lr.rule_len,
+            expected: &self.expected,
+            expected_words: self.expected_words,
+        }
+    }
+}
+
+impl TablesRef<'_> {
+    /// Checks every length and index, so that a runtime using these tables never
+    /// indexes out of bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        let states = self.dfa_flags.len();
+        if states == 0 || self.dfa_trans.len() != states * 256 {
+            return Err("dfa: transition table does not match the state count".into());
+        }
+        if self.dfa_trans.iter().chain(self.dfa_start).any(|&s| s as usize >= states) {
+            return Err("dfa: state out of range".into());
+        }
+        if self.dfa_flags[0] != 0 || self.dfa_trans[..256].iter().any(|&s| s != 0) {
+            return Err("dfa: state 0 must be the dead sink".into());
+        }
+        let terminals = self.dfa_start.len();
+        if self.num_terminals as usize != terminals + 1 || self.lazy.len() != terminals {
+            return Err("tables: terminal counts disagree".into());
+        }
+        if self.ignore.iter().any(|&t| t as usize >= terminals) {
+            return Err("tables: ignore terminal out of range".into());
+        }
+        if self.expected_words as usize != (self.num_terminals as usize).div_ceil(64) {
+            return Err("tables: expected-terminal sets have the wrong width".into());
+        }
+        let num_states = self.goto.len().checked_div(self.num_nonterminals as usize).unwrap_or(0);
+        if self.expected.len() != num_states * self.expected_words as usize {
+            return Err("tables: expected-terminal sets have the wrong size".into());
+        }
+        crate::lr::validate_lr(crate::lr::LrSlices {
+            num_states: num_states as u32,
+            num_terminals: self.num_terminals,
+            num_nonterminals: self.num_nonterminals,
+            start_state: self.start_state,
+            action_index: self.action_index,
+            actions: self.actions,
+            goto: self.goto,
+            rule_lhs: self.rule_lhs,
+            rule_len: self.rule_len,
+        })
+    }
+
+    /// Number of LR states.
+    pub fn num_states(&self) -> u32 {
+        (self.goto.len() / self.num_nonterminals.max(1) as usize) as u32
+    }
+
+    /// Encoded actions of `state` on `terminal`.
+    #[inline]
+    pub fn actions(&self, state: u32, terminal: u32) -> &[u32] {
+        let cell = (state * self.num_terminals + terminal) as usize;
+        &self.actions[self.action_index[cell] as usize..self.action_index[cell + 1] as usize]
+    }
+
+    /// Decoded actions of `state` on `terminal`.
+    #[inline]
+    pub fn decoded_actions(&self, state: u32, terminal: u32) -> impl Iterator<Item = Action> + '_ {
+        self.actions(state, terminal).iter().filter_map(|&c| Action::decode(c))
+    }
+
+    /// Goto after reducing to `nonterminal` in `state`.
+    #[inline]
+    pub fn goto(&self, state: u32, nonterminal: u32) -> Option<u32> {
+        let g = self.goto[(state * self.num_nonterminals + nonterminal) as usize];
+        (g != LrTables::NO_GOTO).then_some(g)
+    }
+
+    /// Whether LR state `state` can shift terminal `t` next.
+    #[inline]
+    pub fn expects(&self, state: u32, t: u32) -> bool {
+        self.expected[(state * self.expected_words) as usize + t as usize / 64] >> (t % 64) & 1 != 0
+    }
+
+    /// Whether LR state `state` expects any terminal.
+    #[inline]
+    pub fn expects_any(&self, state: u32) -> bool {
+        let w = self.expected_words as usize;
+        self.expected[state as usize * w..(state as usize + 1) * w].iter().any(|&x| x != 0)
+    }
+
+    /// Global DFA successor.
+    #[inline]
+    pub fn dfa_next(&self, state: u32, byte: u8) -> u32 {
+        self.dfa_trans[state as usize * 256 + byte as usize]
+    }
+
+    /// Whether a global DFA state is accepting.
+    #[inline]
+    pub fn dfa_accepting(&self, state: u32) -> bool {
+        self.dfa_flags[state as usize] & ByteDfa::ACCEPTING != 0
+    }
+
+    /// Whether a lexeme of `t` in global state `state` may end before `next`
+    /// (`None` = end of input): DESIGN.md §1's greedy / lazy rule.
+    #[inline]
+    pub fn may_end(&self, t: u32, state: u32, next: Option<u8>) -> bool {
+        self.dfa_accepting(state)
+            && (self.lazy[t as usize] != 0 || next.is_none_or(|b| self.dfa_next(state, b) == 0))
+    }
+}

@@ -1,0 +1,1 @@
+int f(void) { else x = 1; }

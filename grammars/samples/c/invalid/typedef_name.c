@@ -1,0 +1,2 @@
+typedef struct node node;
+node *head;

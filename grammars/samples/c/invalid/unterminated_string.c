@@ -1,0 +1,1 @@
+int f(void) { char *s = "unterminated; }

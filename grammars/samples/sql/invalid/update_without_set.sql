@@ -1,0 +1,1 @@
+UPDATE t WHERE a = 1

@@ -1,0 +1,108 @@
+//! The graph-structured stack (Tomita): LR stacks sharing their common parts.
+//!
+//! Nodes and edges live in append-only arenas, so undoing bytes is a truncation.
+//! That works because a node only gains edges during the GLR step that created it
+//! (nodes merge by LR state within one reduce/shift step, never across steps), and
+//! every node of a step is newer than anything a rollback keeps.
+//!
+//! A step that must not change the stack (the acceptance test) writes its nodes to an
+//! *overlay*: a second arena whose ids continue after the base arena's. Appending the
+//! overlay to the base then keeps every id, which is also how normal steps commit.
+
+/// "No edge".
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// A GSS node: an LR state and the head of its list of edges to predecessors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub state: u32,
+    pub first_edge: u32,
+}
+
+/// An edge to a predecessor node, linked to the node's next edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Edge {
+    pub to: u32,
+    pub next: u32,
+}
+
+/// Node and edge arenas.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Gss {
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+}
+
+impl Gss {
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.edges.clear();
+    }
+
+    pub fn truncate(&mut self, nodes: usize, edges: usize) {
+        self.nodes.truncate(nodes);
+        self.edges.truncate(edges);
+    }
+
+    /// Appends an overlay built on top of `self` (its ids continue ours).
+    pub fn append(&mut self, overlay: &Gss) {
+        self.nodes.extend_from_slice(&overlay.nodes);
+        self.edges.extend_from_slice(&overlay.edges);
+    }
+}
+
+/// A base GSS with an overlay on top: reads go to either, writes to the overlay.
+pub(crate) struct Layered<'a> {
+    pub base: &'a Gss,
+    pub over: &'a mut Gss,
+}
+
+impl Layered<'_> {
+    #[inline]
+    pub fn node(&self, id: u32) -> Node {
+        let b = self.base.nodes.len() as u32;
+        if id < b {
+            self.base.nodes[id as usize]
+        } else {
+            self.over.nodes[(id - b) as usize]
+        }
+    }
+
+    #[inline]
+    pub fn edge(&self, id: u32) -> Edge {
+        let b = self.base.edges.len() as u32;
+        if id < b {
+            self.base.edges[id as usize]
+        } else {
+            self.over.edges[(id - b) as usize]
+        }
+    }
+
+    /// Creates a node (in the overlay) with one edge to `to`.
+    pub fn new_node(&mut self, state: u32, to: u32) -> u32 {
+        let edge = (self.base.edges.len() + self.over.edges.len()) as u32;
+        self.over.edges.push(Edge { to, next: NONE });
+        let id = (self.base.nodes.len() + self.over.nodes.len()) as u32;
+        self.over.nodes.push(Node { state, first_edge: edge });
+        id
+    }
+
+    /// Adds an edge `from → to` unless it exists; `from` must be an overlay node.
+    /// Returns whether an edge was added.
+    pub fn add_edge(&mut self, from: u32, to: u32) -> bool {
+        let mut e = self.node(from).first_edge;
+        while e != NONE {
+            let edge = self.edge(e);
+            if edge.to == to {
+                return false;
+            }
+            e = edge.next;
+        }
+        let b = self.base.nodes.len() as u32;
+        let id = (self.base.edges.len() + self.over.edges.len()) as u32;
+        let local = (from - b) as usize;
+        self.over.edges.push(Edge { to, next: self.over.nodes[local].first_edge });
+        self.over.nodes[local].first_edge = id;
+        true
+    }
+}
