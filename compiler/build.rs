@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 
 fn main() {
-    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("frontend");
+    let out_dir =
+        PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("frontend");
     lalrpop::Configuration::new()
         .set_in_dir("src/frontend")
         .set_out_dir(out_dir)

@@ -12,3 +12,5 @@ pub mod lexer;
 pub mod lr;
 pub mod pipeline;
 pub mod vocab;
+
+pub use frontend::{parse_grammar, GrammarError, GrammarErrorKind};

@@ -61,3 +61,33 @@ pub fn reference_engine(lexed: &LexedGrammar, tokenizer: &vocab::Tokenizer) -> R
     let trie = vocab::build_trie(&tokenizer.vocab);
     Ok(ReferenceEngine::new(&lexed.grammar, lexed.dfas.clone(), tokenizer.vocab.clone(), trie)?)
 }
+
+/// Why the compiled path refused a grammar.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// Greedy lexing could dead-end (see [`crate::adjacency`]).
+    #[error("{0}")]
+    DeadEnd(#[from] crate::adjacency::DeadEndError),
+    /// The LR automaton could not be built.
+    #[error("{0}")]
+    Lr(#[from] crate::lr::LrError),
+}
+
+/// The compiled parser of a grammar: LR(1) automaton and the flat runtime tables.
+#[derive(Debug, Clone)]
+pub struct CompiledParser {
+    /// The automaton (with its conflicts, for reports).
+    pub automaton: crate::lr::LrAutomaton,
+    /// The tables the GLR runtime reads.
+    pub tables: stackmask_formats::ParserTables,
+}
+
+/// Builds the compiled parser for a lexed grammar.
+pub fn compile_parser(lexed: &LexedGrammar, max_lr_states: usize) -> Result<CompiledParser, CompileError> {
+    crate::adjacency::check_dead_ends(&lexed.grammar, &lexed.dfas)?;
+    let automaton = crate::lr::build_lr(&lexed.grammar, max_lr_states)?;
+    let g = &lexed.grammar;
+    let lazy: Vec<bool> = g.terminals.iter().map(|t| t.lazy).collect();
+    let tables = stackmask_formats::ParserTables::new(&lexed.dfas, &lazy, &g.ignore, g.allow_initial_skip, automaton.tables.clone());
+    Ok(CompiledParser { automaton, tables })
+}

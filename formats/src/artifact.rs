@@ -130,7 +130,9 @@ impl Default for ContentHasher {
 
 impl fmt::Debug for ContentHasher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ContentHasher").field(&format_args!("{:016x}", self.finish())).finish()
+        f.debug_tuple("ContentHasher")
+            .field(&format_args!("{:016x}", self.finish()))
+            .finish()
     }
 }
 
@@ -419,7 +421,9 @@ pub enum ArtifactError {
         required: usize,
     },
     /// The section's length is not a whole number of `T`s.
-    #[error("section {kind} is {len} bytes, not a whole number of {type_name} ({size} bytes each)")]
+    #[error(
+        "section {kind} is {len} bytes, not a whole number of {type_name} ({size} bytes each)"
+    )]
     PodLength {
         /// The section.
         kind: SectionKind,
@@ -602,7 +606,10 @@ impl<'a> Artifact<'a> {
             }
         }
         let Some(header) = bytes.get(..HEADER_LEN) else {
-            return Err(ArtifactError::TooShort { len: bytes.len(), needed: HEADER_LEN });
+            return Err(ArtifactError::TooShort {
+                len: bytes.len(),
+                needed: HEADER_LEN,
+            });
         };
         let header_len = le_u32(header, OFF_HEADER_LEN);
         if header_len as usize != HEADER_LEN {
@@ -613,18 +620,29 @@ impl<'a> Artifact<'a> {
         }
         let recorded = le_u64(header, OFF_FILE_LEN);
         if recorded != file_len {
-            return Err(ArtifactError::LengthMismatch { recorded, actual: file_len });
+            return Err(ArtifactError::LengthMismatch {
+                recorded,
+                actual: file_len,
+            });
         }
         let count = le_u32(header, OFF_COUNT);
         // Cannot overflow: at most 64 + 32 * (2^32 - 1) < 2^38.
         let table_end = HEADER_LEN as u64 + u64::from(count) * ENTRY_LEN as u64;
         let Some(table) = sub(bytes, HEADER_LEN as u64, table_end) else {
-            return Err(ArtifactError::TableOutOfBounds { count, end: table_end, file_len });
+            return Err(ArtifactError::TableOutOfBounds {
+                count,
+                end: table_end,
+                file_len,
+            });
         };
         let stored = le_u64(header, OFF_HEADER_CHECKSUM);
         let computed = header_checksum(header, table);
         if stored != computed {
-            return Err(ArtifactError::HeaderChecksum { stored, computed, table_end });
+            return Err(ArtifactError::HeaderChecksum {
+                stored,
+                computed,
+                table_end,
+            });
         }
         let flags = le_u32(header, OFF_FLAGS);
         if flags != 0 {
@@ -647,10 +665,18 @@ impl<'a> Artifact<'a> {
             };
             let kind = info.kind;
             if !is_valid_align(info.align) {
-                return Err(ArtifactError::BadAlignment { kind, index, align: info.align });
+                return Err(ArtifactError::BadAlignment {
+                    kind,
+                    index,
+                    align: info.align,
+                });
             }
-            if info.offset % SECTION_ALIGN as u64 != 0 {
-                return Err(ArtifactError::MisalignedSection { kind, index, offset: info.offset });
+            if info.offset & (SECTION_ALIGN as u64 - 1) != 0 {
+                return Err(ArtifactError::MisalignedSection {
+                    kind,
+                    index,
+                    offset: info.offset,
+                });
             }
             if info.offset < table_end {
                 return Err(ArtifactError::SectionInHeader {
@@ -805,7 +831,10 @@ impl<'a> Artifact<'a> {
 
     /// The table entry of a section, or [`ArtifactError::MissingSection`].
     pub fn section_info(&self, kind: SectionKind) -> Result<&SectionInfo, ArtifactError> {
-        self.sections.iter().find(|s| s.kind == kind).ok_or(ArtifactError::MissingSection(kind))
+        self.sections
+            .iter()
+            .find(|s| s.kind == kind)
+            .ok_or(ArtifactError::MissingSection(kind))
     }
 
     /// The raw payload of a section, borrowed from the input.
@@ -844,9 +873,11 @@ impl<'a> Artifact<'a> {
         let bytes = self.section(kind)?;
         bytemuck::try_cast_slice(bytes).map_err(|e| match e {
             PodCastError::TargetAlignmentGreaterAndInputNotAligned
-            | PodCastError::AlignmentMismatch => {
-                ArtifactError::UnalignedBuffer { kind, offset: info.offset, required }
-            }
+            | PodCastError::AlignmentMismatch => ArtifactError::UnalignedBuffer {
+                kind,
+                offset: info.offset,
+                required,
+            },
             PodCastError::OutputSliceWouldHaveSlop | PodCastError::SizeMismatch => {
                 ArtifactError::PodLength {
                     kind,
@@ -874,10 +905,21 @@ impl<'a> Artifact<'a> {
         let bytes = self.section(kind)?;
         let type_name = std::any::type_name::<T>();
         let config = bincode::config::standard().with_limit::<LIMIT>();
-        let (value, used) = bincode::serde::decode_from_slice::<T, _>(bytes, config)
-            .map_err(|source| ArtifactError::Decode { kind, type_name, source })?;
+        let (value, used) =
+            bincode::serde::decode_from_slice::<T, _>(bytes, config).map_err(|source| {
+                ArtifactError::Decode {
+                    kind,
+                    type_name,
+                    source,
+                }
+            })?;
         if used != bytes.len() {
-            return Err(ArtifactError::TrailingBytes { kind, type_name, used, len: bytes.len() });
+            return Err(ArtifactError::TrailingBytes {
+                kind,
+                type_name,
+                used,
+                len: bytes.len(),
+            });
         }
         Ok(value)
     }
@@ -927,7 +969,11 @@ impl ArtifactWriter {
     /// A writer for an artifact compiled from the grammar and vocabulary with these
     /// [`content_hash`]es.
     pub fn new(grammar_hash: u64, vocab_hash: u64) -> Self {
-        ArtifactWriter { grammar_hash, vocab_hash, sections: Vec::new() }
+        ArtifactWriter {
+            grammar_hash,
+            vocab_hash,
+            sections: Vec::new(),
+        }
     }
 
     /// Adds a section holding `bytes`, whose elements need `align`-byte alignment (a
@@ -943,12 +989,20 @@ impl ArtifactWriter {
             return Err(ArtifactError::BadAlignment { kind, index, align });
         }
         if let Some(first) = self.sections.iter().position(|s| s.kind == kind) {
-            return Err(ArtifactError::DuplicateSection { kind, first, second: index });
+            return Err(ArtifactError::DuplicateSection {
+                kind,
+                first,
+                second: index,
+            });
         }
         if u32::try_from(index + 1).is_err() {
             return Err(ArtifactError::TooManySections);
         }
-        self.sections.push(PendingSection { kind, align, bytes: bytes.to_vec() });
+        self.sections.push(PendingSection {
+            kind,
+            align,
+            bytes: bytes.to_vec(),
+        });
         Ok(())
     }
 
@@ -994,7 +1048,11 @@ impl ArtifactWriter {
         put(&mut out, OFF_VERSION, &FORMAT_VERSION.to_le_bytes());
         put(&mut out, OFF_HEADER_LEN, &(HEADER_LEN as u32).to_le_bytes());
         put(&mut out, OFF_FLAGS, &0u32.to_le_bytes());
-        put(&mut out, OFF_COUNT, &(self.sections.len() as u32).to_le_bytes());
+        put(
+            &mut out,
+            OFF_COUNT,
+            &(self.sections.len() as u32).to_le_bytes(),
+        );
         put(&mut out, OFF_FILE_LEN, &(file_len as u64).to_le_bytes());
         put(&mut out, OFF_GRAMMAR_HASH, &self.grammar_hash.to_le_bytes());
         put(&mut out, OFF_VOCAB_HASH, &self.vocab_hash.to_le_bytes());
@@ -1008,8 +1066,10 @@ impl ArtifactWriter {
             put(&mut out, e + ENT_CHECKSUM, &xxh3_64(&s.bytes).to_le_bytes());
             put(&mut out, offset, &s.bytes);
         }
-        let checksum =
-            header_checksum(out.get(..HEADER_LEN).unwrap_or(&[]), out.get(HEADER_LEN..table_end).unwrap_or(&[]));
+        let checksum = header_checksum(
+            out.get(..HEADER_LEN).unwrap_or(&[]),
+            out.get(HEADER_LEN..table_end).unwrap_or(&[]),
+        );
         put(&mut out, OFF_HEADER_CHECKSUM, &checksum.to_le_bytes());
         out
     }
@@ -1021,7 +1081,10 @@ impl ArtifactWriter {
     pub fn write_to(&self, path: impl AsRef<Path>) -> Result<(), ArtifactError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let path = path.as_ref();
-        let io_err = |source| ArtifactError::Io { path: path.to_path_buf(), source };
+        let io_err = |source| ArtifactError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let Some(name) = path.file_name() else {
             return Err(io_err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -1040,7 +1103,10 @@ impl ArtifactWriter {
         ));
         let bytes = self.finish();
         let result = (|| {
-            let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
             f.write_all(&bytes)?;
             f.sync_all()?;
             drop(f);
@@ -1078,7 +1144,10 @@ pub struct AlignedBytes {
 impl AlignedBytes {
     /// `len` zero bytes.
     pub fn zeroed(len: usize) -> Self {
-        AlignedBytes { blocks: vec![Block::zeroed(); len.div_ceil(64)], len }
+        AlignedBytes {
+            blocks: vec![Block::zeroed(); len.div_ceil(64)],
+            len,
+        }
     }
 
     /// A 64-aligned copy of `bytes`.
@@ -1091,11 +1160,16 @@ impl AlignedBytes {
     /// Reads a whole file into a 64-aligned buffer.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Self, ArtifactError> {
         let path = path.as_ref();
-        let io_err = |source| ArtifactError::Io { path: path.to_path_buf(), source };
+        let io_err = |source| ArtifactError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let mut f = fs::File::open(path).map_err(io_err)?;
         let len = f.metadata().map_err(io_err)?.len();
-        let len_usize = usize::try_from(len)
-            .map_err(|_| ArtifactError::FileTooLarge { path: path.to_path_buf(), len })?;
+        let len_usize = usize::try_from(len).map_err(|_| ArtifactError::FileTooLarge {
+            path: path.to_path_buf(),
+            len,
+        })?;
         let mut out = Self::zeroed(len_usize);
         f.read_exact(out.as_mut_bytes()).map_err(io_err)?;
         Ok(out)
@@ -1151,6 +1225,8 @@ impl From<&[u8]> for AlignedBytes {
 
 impl fmt::Debug for AlignedBytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlignedBytes").field("len", &self.len).finish()
+        f.debug_struct("AlignedBytes")
+            .field("len", &self.len)
+            .finish()
     }
 }

@@ -109,7 +109,8 @@ pub fn library(name: &str) -> Option<&'static Library> {
     };
     Some(cell.get_or_init(|| {
         // The libraries are part of this crate: a parse error is a bug, caught by the tests.
-        let items = super::parse_items(source).unwrap_or_else(|e| panic!("built-in library `{name}` does not parse: {e:?}"));
+        let items = super::parse_items(source)
+            .unwrap_or_else(|e| panic!("built-in library `{name}` does not parse: {e:?}"));
         Library { name, items }
     }))
 }
@@ -129,7 +130,9 @@ mod tests {
     }
 
     fn full_match(re: &str, s: &str) -> bool {
-        regex_automata::meta::Regex::new(&format!("^(?:{re})$")).unwrap().is_match(s)
+        regex_automata::meta::Regex::new(&format!("^(?:{re})$"))
+            .unwrap()
+            .is_match(s)
     }
 
     #[test]
@@ -167,7 +170,14 @@ mod tests {
     #[test]
     fn escaped_string_stops_at_the_first_unescaped_quote() {
         let s = regex_of("ESCAPED_STRING");
-        for ok in [r#""""#, r#""a""#, r#""a\"b""#, r#""a\\""#, r#""\\\"""#, r#""é""#] {
+        for ok in [
+            r#""""#,
+            r#""a""#,
+            r#""a\"b""#,
+            r#""a\\""#,
+            r#""\\\"""#,
+            r#""é""#,
+        ] {
             assert!(full_match(&s, ok), "{ok}");
         }
         for bad in [r#""a"b""#, r#""a\""#, r#""a\\"b""#, "\"a\nb\"", r#""abc"#] {

@@ -25,7 +25,11 @@ pub struct GrammarError {
 
 impl fmt::Display for GrammarError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.source_name, self.line, self.col, self.kind)
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.source_name, self.line, self.col, self.kind
+        )
     }
 }
 
@@ -34,7 +38,10 @@ impl std::error::Error for GrammarError {}
 impl GrammarError {
     /// The location of the error as a [`Location`].
     pub fn location(&self) -> Location {
-        Location { line: self.line, col: self.col }
+        Location {
+            line: self.line,
+            col: self.col,
+        }
     }
 }
 
@@ -114,11 +121,13 @@ pub enum GrammarErrorKind {
         /// The feature.
         feature: String,
     },
-    /// A definition attribute (`NAME[attr]`) other than `lazy`.
-    #[error("unsupported attribute `{name}` (only `lazy` is supported)")]
+    /// A definition attribute (`NAME[attr]`) other than a plain `lazy`.
+    #[error("unsupported attribute `{name}`: {reason}")]
     UnsupportedAttribute {
         /// The attribute's name.
         name: String,
+        /// Why (`only \`lazy\` is supported`, ...).
+        reason: String,
     },
     /// A directive that is understood but malformed (e.g. bad JSON in `%llguidance`).
     #[error("invalid directive: {message}")]
@@ -247,14 +256,25 @@ impl<'a> LineIndex<'a> {
         let line = self.line_starts.partition_point(|&s| s <= pos) - 1;
         let start = self.line_starts[line];
         // Offsets always come from token boundaries, but be robust to a mid-char one.
-        let prefix = self.src.get(start..pos).map_or(pos - start, |s| s.chars().count());
-        Location { line: line as u32 + 1, col: prefix as u32 + 1 }
+        let prefix = self
+            .src
+            .get(start..pos)
+            .map_or(pos - start, |s| s.chars().count());
+        Location {
+            line: line as u32 + 1,
+            col: prefix as u32 + 1,
+        }
     }
 
     /// Places a [`PosError`] in the file `source_name`.
     pub fn error(&self, source_name: &str, err: PosError) -> GrammarError {
         let loc = self.location(err.pos);
-        GrammarError { source_name: source_name.to_string(), line: loc.line, col: loc.col, kind: err.kind }
+        GrammarError {
+            source_name: source_name.to_string(),
+            line: loc.line,
+            col: loc.col,
+            kind: err.kind,
+        }
     }
 }
 
@@ -281,10 +301,19 @@ mod tests {
             source_name: "g.lark".into(),
             line: 3,
             col: 7,
-            kind: GrammarErrorKind::Syntax { found: "`)`".into(), expected: vec!["`:`".into(), "newline".into()] },
+            kind: GrammarErrorKind::Syntax {
+                found: "`)`".into(),
+                expected: vec!["`:`".into(), "newline".into()],
+            },
         };
-        assert_eq!(e.to_string(), "g.lark:3:7: unexpected `)`; expected one of `:`, newline");
+        assert_eq!(
+            e.to_string(),
+            "g.lark:3:7: unexpected `)`; expected one of `:`, newline"
+        );
         assert!(!e.kind.is_unsupported());
-        assert!(GrammarErrorKind::UnsupportedDirective { directive: "%declare".into() }.is_unsupported());
+        assert!(GrammarErrorKind::UnsupportedDirective {
+            directive: "%declare".into()
+        }
+        .is_unsupported());
     }
 }

@@ -21,10 +21,18 @@ mod token;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
+mod scratch_tests;
+#[cfg(test)]
 mod tests;
 
 lalrpop_util::lalrpop_mod!(
-    #[allow(clippy::all, clippy::pedantic, unused_qualifications, dead_code, missing_docs)]
+    #[allow(
+        clippy::all,
+        clippy::pedantic,
+        unused_qualifications,
+        dead_code,
+        missing_docs
+    )]
     lark,
     "/frontend/lark.rs"
 );
@@ -48,23 +56,44 @@ pub fn parse_grammar(source: &str, source_name: &str) -> Result<Grammar, Grammar
 
 /// Parses grammar text into its syntax tree (no name resolution).
 fn parse_items(source: &str) -> Result<Vec<ast::Item>, PosError> {
-    lark::GrammarParser::new().parse(source, Lexer::new(source)).map_err(|e| match e {
-        ParseError::User { error } => error,
-        ParseError::UnrecognizedToken { token: (start, tok, _), expected } => {
-            PosError::new(start, GrammarErrorKind::Syntax { found: describe(&tok), expected: clean_expected(expected) })
-        }
-        ParseError::UnrecognizedEof { location, expected } => PosError::new(
-            location,
-            GrammarErrorKind::Syntax { found: "end of input".into(), expected: clean_expected(expected) },
-        ),
-        ParseError::ExtraToken { token: (start, tok, _) } => {
-            PosError::new(start, GrammarErrorKind::Syntax { found: describe(&tok), expected: vec!["end of input".into()] })
-        }
-        // Only LALRPOP's built-in lexer produces this; ours reports `User` errors.
-        ParseError::InvalidToken { location } => {
-            PosError::new(location, GrammarErrorKind::Lexical { message: "invalid token".into() })
-        }
-    })
+    lark::GrammarParser::new()
+        .parse(source, Lexer::new(source))
+        .map_err(|e| match e {
+            ParseError::User { error } => error,
+            ParseError::UnrecognizedToken {
+                token: (start, tok, _),
+                expected,
+            } => PosError::new(
+                start,
+                GrammarErrorKind::Syntax {
+                    found: describe(&tok),
+                    expected: clean_expected(expected),
+                },
+            ),
+            ParseError::UnrecognizedEof { location, expected } => PosError::new(
+                location,
+                GrammarErrorKind::Syntax {
+                    found: "end of input".into(),
+                    expected: clean_expected(expected),
+                },
+            ),
+            ParseError::ExtraToken {
+                token: (start, tok, _),
+            } => PosError::new(
+                start,
+                GrammarErrorKind::Syntax {
+                    found: describe(&tok),
+                    expected: vec!["end of input".into()],
+                },
+            ),
+            // Only LALRPOP's built-in lexer produces this; ours reports `User` errors.
+            ParseError::InvalidToken { location } => PosError::new(
+                location,
+                GrammarErrorKind::Lexical {
+                    message: "invalid token".into(),
+                },
+            ),
+        })
 }
 
 /// How a found token is named in a syntax error.
@@ -110,9 +139,15 @@ fn clean_expected(expected: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = expected
         .into_iter()
         .map(|e| {
-            let inner = e.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(&e).replace("\\\"", "\"");
+            let inner = e
+                .strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .unwrap_or(&e)
+                .replace("\\\"", "\"");
             match inner.as_str() {
-                "rule name" | "terminal name" | "string literal" | "regex literal" | "number" => inner,
+                "rule name" | "terminal name" | "string literal" | "regex literal" | "number" => {
+                    inner
+                }
                 "repetition {n,m}" => "repetition `{n,m}`".into(),
                 "newline" => "end of line".into(),
                 _ => format!("`{inner}`"),

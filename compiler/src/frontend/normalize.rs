@@ -92,7 +92,11 @@ struct Normalizer<'a> {
 }
 
 /// Normalizes a parsed grammar. `index` maps the source's byte offsets to locations.
-pub fn normalize(items: &[Item], index: &LineIndex<'_>, source_name: &str) -> Result<Grammar, PosError> {
+pub fn normalize(
+    items: &[Item],
+    index: &LineIndex<'_>,
+    source_name: &str,
+) -> Result<Grammar, PosError> {
     // 1. Collect definitions and directives.
     let mut defined: HashMap<&str, usize> = HashMap::new();
     let claim = |defined: &HashMap<&str, usize>, name: &Name| -> Result<(), PosError> {
@@ -101,7 +105,11 @@ pub fn normalize(items: &[Item], index: &LineIndex<'_>, source_name: &str) -> Re
                 let loc = index.location(first);
                 Err(PosError::new(
                     name.pos,
-                    GrammarErrorKind::Duplicate { name: name.text.clone(), first_line: loc.line, first_col: loc.col },
+                    GrammarErrorKind::Duplicate {
+                        name: name.text.clone(),
+                        first_line: loc.line,
+                        first_col: loc.col,
+                    },
                 ))
             }
             None => Ok(()),
@@ -119,7 +127,9 @@ pub fn normalize(items: &[Item], index: &LineIndex<'_>, source_name: &str) -> Re
                 claim(&defined, &def.name)?;
                 defined.insert(&def.name.text, def.name.pos);
                 check_attributes(def)?;
-                if def.name.is_terminal() {
+                // llguidance's `rule[lazy]: ...` makes the rule one lazy lexeme: a terminal
+                // under the rule's name (its body may then only use terminals).
+                if def.name.is_terminal() || is_lazy(def) {
                     if !def.params.is_empty() {
                         return Err(PosError::new(
                             def.name.pos,
@@ -208,14 +218,21 @@ pub fn normalize(items: &[Item], index: &LineIndex<'_>, source_name: &str) -> Re
         let regex = n.expander.regex_of(name, 0)?;
         let lazy = matches!(n.expander.binding(name), Some(Binding::Def(d)) if is_lazy(d));
         if !lazy {
-            n.named_by_regex.entry(regex).or_insert_with(|| name.to_string());
+            n.named_by_regex
+                .entry(regex)
+                .or_insert_with(|| name.to_string());
         }
     }
 
     // 3. Rules to BNF. Allocate every ordinary rule first so that names resolve.
     for def in rule_order.iter().filter(|d| d.params.is_empty()) {
         n.nt_by_name.insert(def.name.text.clone(), n.nts.len());
-        n.nts.push(Nt { name: def.name.text.clone(), pos: def.name.pos, prods: Vec::new(), owner: None });
+        n.nts.push(Nt {
+            name: def.name.text.clone(),
+            pos: def.name.pos,
+            prods: Vec::new(),
+            owner: None,
+        });
     }
     for def in rule_order.iter().filter(|d| d.params.is_empty()) {
         let id = n.nt_by_name[&def.name.text];
@@ -239,15 +256,35 @@ pub fn normalize(items: &[Item], index: &LineIndex<'_>, source_name: &str) -> Re
     let reachable = n.reachable(start);
     n.check_productive(&reachable)?;
     n.check_cycles(&reachable)?;
-    n.build(start, &reachable, &ignore, allow_initial_skip, index, source_name)
+    n.build(
+        start,
+        &reachable,
+        &ignore,
+        allow_initial_skip,
+        index,
+        source_name,
+    )
 }
 
-/// Rejects attributes other than a terminal's `lazy`.
+/// Rejects attributes other than `lazy` (without a value, on a non-template).
 fn check_attributes(def: &Def) -> Result<(), PosError> {
     for (attr, has_value) in &def.attrs {
-        if !(def.name.is_terminal() && attr.text == "lazy" && !has_value) {
-            return Err(PosError::new(attr.pos, GrammarErrorKind::UnsupportedAttribute { name: attr.text.clone() }));
-        }
+        let reason = if attr.text != "lazy" {
+            "only `lazy` is supported"
+        } else if *has_value {
+            "`lazy` takes no value"
+        } else if !def.params.is_empty() {
+            "a template cannot be lazy"
+        } else {
+            continue;
+        };
+        return Err(PosError::new(
+            attr.pos,
+            GrammarErrorKind::UnsupportedAttribute {
+                name: attr.text.clone(),
+                reason: reason.to_string(),
+            },
+        ));
     }
     Ok(())
 }
@@ -259,15 +296,24 @@ fn is_lazy(def: &Def) -> bool {
 /// `%llguidance {...}`: returns `allow_initial_skip`.
 fn parse_llguidance(json: &str) -> Result<bool, GrammarErrorKind> {
     let invalid = |message: String| GrammarErrorKind::InvalidDirective { message };
-    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| invalid(format!("`%llguidance` JSON: {e}")))?;
-    let obj = value.as_object().ok_or_else(|| invalid("`%llguidance` takes a JSON object".into()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| invalid(format!("`%llguidance` JSON: {e}")))?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| invalid("`%llguidance` takes a JSON object".into()))?;
     let mut allow = false;
     for (key, v) in obj {
         match key.as_str() {
             "allow_initial_skip" => {
-                allow = v.as_bool().ok_or_else(|| invalid("`allow_initial_skip` must be true or false".into()))?
+                allow = v
+                    .as_bool()
+                    .ok_or_else(|| invalid("`allow_initial_skip` must be true or false".into()))?
             }
-            other => return Err(GrammarErrorKind::UnsupportedDirective { directive: format!("`%llguidance` key `{other}`") }),
+            other => {
+                return Err(GrammarErrorKind::UnsupportedDirective {
+                    directive: format!("`%llguidance` key `{other}`"),
+                })
+            }
         }
     }
     Ok(allow)
@@ -275,7 +321,9 @@ fn parse_llguidance(json: &str) -> Result<bool, GrammarErrorKind> {
 
 fn dedup(alts: Alts) -> Alts {
     let mut seen = HashSet::new();
-    alts.into_iter().filter(|a| seen.insert(a.clone())).collect()
+    alts.into_iter()
+        .filter(|a| seen.insert(a.clone()))
+        .collect()
 }
 
 /// Display text of a template argument, used in instance names.
@@ -284,7 +332,11 @@ fn render_arg(atom: &Atom) -> String {
         Atom::Name(n) => n.text.clone(),
         Atom::Literal(l) => l.text.clone(),
         Atom::Range { text, .. } => text.clone(),
-        Atom::Template { name, args } => format!("{}{{{}}}", name.text, args.iter().map(render_arg).collect::<Vec<_>>().join(", ")),
+        Atom::Template { name, args } => format!(
+            "{}{{{}}}",
+            name.text,
+            args.iter().map(render_arg).collect::<Vec<_>>().join(", ")
+        ),
         Atom::Group(_) | Atom::Maybe(_) => "(...)".to_string(),
     }
 }
@@ -293,13 +345,21 @@ fn render_arg(atom: &Atom) -> String {
 fn substitute(atom: &Atom, env: &Env) -> Atom {
     match atom {
         Atom::Name(n) => env.get(&n.text).cloned().unwrap_or_else(|| atom.clone()),
-        Atom::Template { name, args } => Atom::Template { name: name.clone(), args: args.iter().map(|a| substitute(a, env)).collect() },
+        Atom::Template { name, args } => Atom::Template {
+            name: name.clone(),
+            args: args.iter().map(|a| substitute(a, env)).collect(),
+        },
         _ => atom.clone(),
     }
 }
 
 impl<'a> Normalizer<'a> {
-    fn convert_alts(&mut self, owner: usize, body: &Expansions, env: &Env) -> Result<Alts, PosError> {
+    fn convert_alts(
+        &mut self,
+        owner: usize,
+        body: &Expansions,
+        env: &Env,
+    ) -> Result<Alts, PosError> {
         let mut alts = Vec::with_capacity(body.len());
         for alt in body {
             let mut seq = Vec::new();
@@ -311,7 +371,13 @@ impl<'a> Normalizer<'a> {
         Ok(dedup(alts))
     }
 
-    fn convert_expr(&mut self, owner: usize, expr: &Expr, env: &Env, out: &mut Vec<PSym>) -> Result<(), PosError> {
+    fn convert_expr(
+        &mut self,
+        owner: usize,
+        expr: &Expr,
+        env: &Env,
+        out: &mut Vec<PSym>,
+    ) -> Result<(), PosError> {
         let alts = self.convert_atom(owner, &expr.atom, env)?;
         match expr.op {
             None => self.emit_group(owner, alts, expr.pos, out),
@@ -323,7 +389,8 @@ impl<'a> Normalizer<'a> {
             Some(Op::Star) => self.emit_star(owner, alts, expr.pos, out),
             Some(Op::Plus) => self.emit_plus(owner, alts, expr.pos, out),
             Some(Op::Repeat { min, max }) => {
-                terminals::check_repeat(min, max, MAX_RULE_REPEAT).map_err(|k| PosError::new(expr.pos, k))?;
+                terminals::check_repeat(min, max, MAX_RULE_REPEAT)
+                    .map_err(|k| PosError::new(expr.pos, k))?;
                 self.emit_repeat(owner, alts, min, max, expr.pos, out)
             }
         }
@@ -352,7 +419,9 @@ impl<'a> Normalizer<'a> {
             },
             Atom::Range { from, to, text } => {
                 let regex = terminals::range_piece(from, to)?.re;
-                vec![vec![PSym::T(self.anonymous_terminal(regex, text, from.pos))]]
+                vec![vec![PSym::T(
+                    self.anonymous_terminal(regex, text, from.pos),
+                )]]
             }
             Atom::Template { name, args } => {
                 let args: Vec<Atom> = args.iter().map(|a| substitute(a, env)).collect();
@@ -362,19 +431,35 @@ impl<'a> Normalizer<'a> {
     }
 
     fn name_symbol(&mut self, name: &Name) -> Result<PSym, PosError> {
-        if name.is_terminal() {
+        if name.is_terminal() || self.expander.is_defined(&name.text) {
             if !self.expander.is_defined(&name.text) {
-                return Err(PosError::new(name.pos, GrammarErrorKind::UndefinedSymbol { what: "terminal", name: name.text.clone() }));
+                return Err(PosError::new(
+                    name.pos,
+                    GrammarErrorKind::UndefinedSymbol {
+                        what: "terminal",
+                        name: name.text.clone(),
+                    },
+                ));
             }
             return Ok(PSym::T(self.named_terminal(&name.text, name.pos)?));
         }
         match self.rules.get(name.text.as_str()) {
-            None => Err(PosError::new(name.pos, GrammarErrorKind::UndefinedSymbol { what: "rule", name: name.text.clone() })),
+            None => Err(PosError::new(
+                name.pos,
+                GrammarErrorKind::UndefinedSymbol {
+                    what: "rule",
+                    name: name.text.clone(),
+                },
+            )),
             Some(def) if !def.params.is_empty() => Err(PosError::new(
                 name.pos,
                 GrammarErrorKind::Template {
                     name: name.text.clone(),
-                    message: format!("is a template and needs {} argument(s): `{}{{...}}`", def.params.len(), name.text),
+                    message: format!(
+                        "is a template and needs {} argument(s): `{}{{...}}`",
+                        def.params.len(),
+                        name.text
+                    ),
                 },
             )),
             Some(_) => Ok(PSym::N(self.nt_by_name[&name.text])),
@@ -382,20 +467,44 @@ impl<'a> Normalizer<'a> {
     }
 
     fn instantiate(&mut self, name: &Name, args: &[Atom]) -> Result<usize, PosError> {
-        let template_error = |message: String| PosError::new(name.pos, GrammarErrorKind::Template { name: name.text.clone(), message });
+        let template_error = |message: String| {
+            PosError::new(
+                name.pos,
+                GrammarErrorKind::Template {
+                    name: name.text.clone(),
+                    message,
+                },
+            )
+        };
         let def = match self.rules.get(name.text.as_str()) {
             None => {
-                return Err(PosError::new(name.pos, GrammarErrorKind::UndefinedSymbol { what: "template", name: name.text.clone() }))
+                return Err(PosError::new(
+                    name.pos,
+                    GrammarErrorKind::UndefinedSymbol {
+                        what: "template",
+                        name: name.text.clone(),
+                    },
+                ))
             }
             Some(def) => *def,
         };
         if def.params.is_empty() {
-            return Err(template_error("is not a template, but is given arguments".into()));
+            return Err(template_error(
+                "is not a template, but is given arguments".into(),
+            ));
         }
         if def.params.len() != args.len() {
-            return Err(template_error(format!("takes {} argument(s), but {} are given", def.params.len(), args.len())));
+            return Err(template_error(format!(
+                "takes {} argument(s), but {} are given",
+                def.params.len(),
+                args.len()
+            )));
         }
-        let key = format!("{}{{{}}}", name.text, args.iter().map(render_arg).collect::<Vec<_>>().join(", "));
+        let key = format!(
+            "{}{{{}}}",
+            name.text,
+            args.iter().map(render_arg).collect::<Vec<_>>().join(", ")
+        );
         if let Some(&id) = self.nt_by_name.get(&key) {
             return Ok(id);
         }
@@ -405,8 +514,18 @@ impl<'a> Normalizer<'a> {
         }
         let id = self.nts.len();
         self.nt_by_name.insert(key.clone(), id);
-        self.nts.push(Nt { name: key, pos: name.pos, prods: Vec::new(), owner: None });
-        let env: Env = def.params.iter().map(|p| p.text.clone()).zip(args.iter().cloned()).collect();
+        self.nts.push(Nt {
+            name: key,
+            pos: name.pos,
+            prods: Vec::new(),
+            owner: None,
+        });
+        let env: Env = def
+            .params
+            .iter()
+            .map(|p| p.text.clone())
+            .zip(args.iter().cloned())
+            .collect();
         let prods = self.convert_alts(id, &def.body, &env)?;
         self.nts[id].prods = prods;
         Ok(id)
@@ -428,11 +547,20 @@ impl<'a> Normalizer<'a> {
         self.helpers.insert(prods.clone(), id);
         let prods = prods
             .into_iter()
-            .map(|alt| alt.into_iter().map(|s| if s == PSym::SelfRef { PSym::N(id) } else { s }).collect())
+            .map(|alt| {
+                alt.into_iter()
+                    .map(|s| if s == PSym::SelfRef { PSym::N(id) } else { s })
+                    .collect()
+            })
             .collect();
         self.nt_by_name.insert(name.clone(), id);
         let owner = Some(self.nts[owner].owner.unwrap_or(owner));
-        self.nts.push(Nt { name, pos, prods, owner });
+        self.nts.push(Nt {
+            name,
+            pos,
+            prods,
+            owner,
+        });
         id
     }
 
@@ -443,7 +571,11 @@ impl<'a> Normalizer<'a> {
             out.append(&mut alts[0]);
             return;
         }
-        let kind = if alts.iter().any(Vec::is_empty) { "opt" } else { "group" };
+        let kind = if alts.iter().any(Vec::is_empty) {
+            "opt"
+        } else {
+            "group"
+        };
         let id = self.helper(owner, kind, alts, pos);
         out.push(PSym::N(id));
     }
@@ -455,7 +587,10 @@ impl<'a> Normalizer<'a> {
         if items.is_empty() {
             return;
         }
-        let mut prods: Alts = items.into_iter().map(|a| std::iter::once(PSym::SelfRef).chain(a).collect()).collect();
+        let mut prods: Alts = items
+            .into_iter()
+            .map(|a| std::iter::once(PSym::SelfRef).chain(a).collect())
+            .collect();
         prods.push(Vec::new());
         let id = self.helper(owner, "star", prods, pos);
         out.push(PSym::N(id));
@@ -467,7 +602,14 @@ impl<'a> Normalizer<'a> {
             return self.emit_star(owner, alts, pos, out);
         }
         let items = dedup(alts);
-        let mut prods: Alts = items.iter().map(|a| std::iter::once(PSym::SelfRef).chain(a.iter().cloned()).collect()).collect();
+        let mut prods: Alts = items
+            .iter()
+            .map(|a| {
+                std::iter::once(PSym::SelfRef)
+                    .chain(a.iter().cloned())
+                    .collect()
+            })
+            .collect();
         prods.extend(items);
         let id = self.helper(owner, "plus", prods, pos);
         out.push(PSym::N(id));
@@ -475,7 +617,15 @@ impl<'a> Normalizer<'a> {
 
     /// `x ~ min..max`: `min` copies, then up to `max - min` optional ones as a chain
     /// `U_k: x U_{k-1} | ε` (linear size, unambiguous); `max = None` ends in `x*`.
-    fn emit_repeat(&mut self, owner: usize, alts: Alts, min: i64, max: Option<i64>, pos: usize, out: &mut Vec<PSym>) {
+    fn emit_repeat(
+        &mut self,
+        owner: usize,
+        alts: Alts,
+        min: i64,
+        max: Option<i64>,
+        pos: usize,
+        out: &mut Vec<PSym>,
+    ) {
         let alts = dedup(alts);
         if alts.iter().all(Vec::is_empty) {
             return;
@@ -483,7 +633,11 @@ impl<'a> Normalizer<'a> {
         let unit: Vec<PSym> = if alts.len() == 1 {
             alts[0].clone()
         } else {
-            let kind = if alts.iter().any(Vec::is_empty) { "opt" } else { "group" };
+            let kind = if alts.iter().any(Vec::is_empty) {
+                "opt"
+            } else {
+                "group"
+            };
             vec![PSym::N(self.helper(owner, kind, alts.clone(), pos))]
         };
         for _ in 0..min {
@@ -516,7 +670,13 @@ impl<'a> Normalizer<'a> {
             None => unreachable!("checked by the caller"),
         };
         let t = self.terminals.len();
-        self.terminals.push(TermEntry { name: name.to_string(), regex, lazy, priority, pos });
+        self.terminals.push(TermEntry {
+            name: name.to_string(),
+            regex,
+            lazy,
+            priority,
+            pos,
+        });
         self.term_by_key.insert(key, t);
         Ok(t)
     }
@@ -527,7 +687,13 @@ impl<'a> Normalizer<'a> {
             return t;
         }
         let t = self.terminals.len();
-        self.terminals.push(TermEntry { name: text.to_string(), regex, lazy: false, priority: 0, pos });
+        self.terminals.push(TermEntry {
+            name: text.to_string(),
+            regex,
+            lazy: false,
+            priority: 0,
+            pos,
+        });
         self.term_by_key.insert(key, t);
         t
     }
@@ -535,7 +701,9 @@ impl<'a> Normalizer<'a> {
     /// A literal used in a rule: `None` for `""` (ε), else its terminal — a named one if
     /// one has exactly this regex, as Lark does.
     fn literal_terminal(&mut self, lit: &Literal) -> Result<Option<usize>, PosError> {
-        let regex = terminals::literal_piece(lit).map_err(|k| PosError::new(lit.pos, k))?.re;
+        let regex = terminals::literal_piece(lit)
+            .map_err(|k| PosError::new(lit.pos, k))?
+            .re;
         if regex.is_empty() {
             return Ok(None);
         }
@@ -545,15 +713,36 @@ impl<'a> Normalizer<'a> {
         Ok(Some(self.anonymous_terminal(regex, &lit.text, lit.pos)))
     }
 
-    fn ignore_terminal(&mut self, body: &Expansions, text: &str, pos: usize) -> Result<usize, PosError> {
+    fn ignore_terminal(
+        &mut self,
+        body: &Expansions,
+        text: &str,
+        pos: usize,
+    ) -> Result<usize, PosError> {
         // `%ignore NAME`: that terminal (or an error for a rule).
         if let [alt] = body.as_slice() {
-            if let [Expr { atom: Atom::Name(name), op: None, .. }] = alt.items.as_slice() {
-                if !name.is_terminal() {
-                    return Err(PosError::new(name.pos, GrammarErrorKind::IgnoreRule { name: name.text.clone() }));
+            if let [Expr {
+                atom: Atom::Name(name),
+                op: None,
+                ..
+            }] = alt.items.as_slice()
+            {
+                if !name.is_terminal() && !self.expander.is_defined(&name.text) {
+                    return Err(PosError::new(
+                        name.pos,
+                        GrammarErrorKind::IgnoreRule {
+                            name: name.text.clone(),
+                        },
+                    ));
                 }
                 if !self.expander.is_defined(&name.text) {
-                    return Err(PosError::new(name.pos, GrammarErrorKind::UndefinedSymbol { what: "terminal", name: name.text.clone() }));
+                    return Err(PosError::new(
+                        name.pos,
+                        GrammarErrorKind::UndefinedSymbol {
+                            what: "terminal",
+                            name: name.text.clone(),
+                        },
+                    ));
                 }
                 return self.named_terminal(&name.text, name.pos);
             }
@@ -589,10 +778,12 @@ impl<'a> Normalizer<'a> {
             changed = false;
             for (a, nt) in self.nts.iter().enumerate() {
                 if !productive[a]
-                    && nt.prods.iter().any(|p| p.iter().all(|s| match s {
-                        PSym::N(b) => productive[*b],
-                        _ => true,
-                    }))
+                    && nt.prods.iter().any(|p| {
+                        p.iter().all(|s| match s {
+                            PSym::N(b) => productive[*b],
+                            _ => true,
+                        })
+                    })
                 {
                     productive[a] = true;
                     changed = true;
@@ -628,7 +819,12 @@ impl<'a> Normalizer<'a> {
             .copied()
             .find(|&a| self.nts[a].owner.is_none())
             .unwrap_or_else(|| self.nts[cycle[0]].owner.expect("helpers have owners"));
-        Err(PosError::new(self.nts[culprit].pos, GrammarErrorKind::Unproductive { rule: self.nts[culprit].name.clone() }))
+        Err(PosError::new(
+            self.nts[culprit].pos,
+            GrammarErrorKind::Unproductive {
+                rule: self.nts[culprit].name.clone(),
+            },
+        ))
     }
 
     /// Finds `A ⇒+ A`: edges `A → B` for productions `A → α B β` with `α`, `β` nullable.
@@ -639,7 +835,12 @@ impl<'a> Normalizer<'a> {
         while changed {
             changed = false;
             for (a, nt) in self.nts.iter().enumerate() {
-                if !nullable[a] && nt.prods.iter().any(|p| p.iter().all(|s| matches!(s, PSym::N(b) if nullable[*b]))) {
+                if !nullable[a]
+                    && nt
+                        .prods
+                        .iter()
+                        .any(|p| p.iter().all(|s| matches!(s, PSym::N(b) if nullable[*b])))
+                {
                     nullable[a] = true;
                     changed = true;
                 }
@@ -651,7 +852,10 @@ impl<'a> Normalizer<'a> {
             for p in &self.nts[a].prods {
                 for (j, s) in p.iter().enumerate() {
                     if let PSym::N(b) = *s {
-                        if p[..j].iter().all(is_nullable) && p[j + 1..].iter().all(is_nullable) && !edges[a].contains(&b) {
+                        if p[..j].iter().all(is_nullable)
+                            && p[j + 1..].iter().all(is_nullable)
+                            && !edges[a].contains(&b)
+                        {
                             edges[a].push(b);
                         }
                     }
@@ -675,10 +879,19 @@ impl<'a> Normalizer<'a> {
                             path.push((b, 0));
                         }
                         1 => {
-                            let from = path.iter().position(|&(x, _)| x == b).expect("grey nodes are on the path");
-                            let mut cycle: Vec<String> = path[from..].iter().map(|&(x, _)| self.nts[x].name.clone()).collect();
+                            let from = path
+                                .iter()
+                                .position(|&(x, _)| x == b)
+                                .expect("grey nodes are on the path");
+                            let mut cycle: Vec<String> = path[from..]
+                                .iter()
+                                .map(|&(x, _)| self.nts[x].name.clone())
+                                .collect();
                             cycle.push(self.nts[b].name.clone());
-                            return Err(PosError::new(self.nts[b].pos, GrammarErrorKind::CyclicUnitRules { cycle }));
+                            return Err(PosError::new(
+                                self.nts[b].pos,
+                                GrammarErrorKind::CyclicUnitRules { cycle },
+                            ));
                         }
                         _ => {}
                     }
@@ -704,7 +917,9 @@ impl<'a> Normalizer<'a> {
         let mut nonterminals = Vec::new();
         for (a, nt) in self.nts.iter().enumerate().filter(|(a, _)| reachable[*a]) {
             nt_map[a] = nonterminals.len() as u32;
-            nonterminals.push(Nonterminal { name: nt.name.clone() });
+            nonterminals.push(Nonterminal {
+                name: nt.name.clone(),
+            });
         }
         // Terminals in order of first use, then the ignore terminals.
         let mut t_map = vec![u32::MAX; self.terminals.len()];
@@ -728,7 +943,12 @@ impl<'a> Normalizer<'a> {
             let e = &self.terminals[t];
             let hir = regex_translate::parse_hir(&e.regex).map_err(|k| PosError::new(e.pos, k))?;
             if hir.properties().minimum_len() == Some(0) {
-                return Err(PosError::new(e.pos, GrammarErrorKind::EmptyTerminal { name: e.name.clone() }));
+                return Err(PosError::new(
+                    e.pos,
+                    GrammarErrorKind::EmptyTerminal {
+                        name: e.name.clone(),
+                    },
+                ));
             }
             terminals.push(Terminal {
                 name: e.name.clone(),
@@ -749,7 +969,10 @@ impl<'a> Normalizer<'a> {
                         PSym::SelfRef => unreachable!("replaced when the helper is allocated"),
                     })
                     .collect();
-                rules.push(Rule { lhs: nt_map[a], rhs });
+                rules.push(Rule {
+                    lhs: nt_map[a],
+                    rhs,
+                });
             }
         }
         Ok(Grammar {

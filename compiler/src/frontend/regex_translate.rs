@@ -19,18 +19,31 @@ use regex_syntax::hir::{Hir, Look};
 use super::error::GrammarErrorKind;
 
 fn unsupported(feature: &str) -> GrammarErrorKind {
-    GrammarErrorKind::UnsupportedRegex { feature: feature.to_string() }
+    GrammarErrorKind::UnsupportedRegex {
+        feature: feature.to_string(),
+    }
 }
 
 /// Parses a Rust regex the way the lexer stage will (Unicode on, may match non-UTF-8
 /// bytes), turning a failure into [`GrammarErrorKind::InvalidRegex`].
 pub fn parse_hir(pattern: &str) -> Result<Hir, GrammarErrorKind> {
-    regex_syntax::ParserBuilder::new().unicode(true).utf8(false).build().parse(pattern).map_err(|e| {
-        // regex-syntax's message spans several lines (pattern, caret, text); keep the text.
-        let msg = e.to_string();
-        let text = msg.lines().rev().find(|l| l.starts_with("error:")).map(|l| l.trim_start_matches("error:").trim());
-        GrammarErrorKind::InvalidRegex { message: text.unwrap_or(&msg).to_string() }
-    })
+    regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .map_err(|e| {
+            // regex-syntax's message spans several lines (pattern, caret, text); keep the text.
+            let msg = e.to_string();
+            let text = msg
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("error:"))
+                .map(|l| l.trim_start_matches("error:").trim());
+            GrammarErrorKind::InvalidRegex {
+                message: text.unwrap_or(&msg).to_string(),
+            }
+        })
 }
 
 /// Rejects look-around assertions (anchors, word boundaries) left in a parsed regex.
@@ -38,8 +51,12 @@ pub fn check_no_look(hir: &Hir) -> Result<(), GrammarErrorKind> {
     match hir.properties().look_set().iter().next() {
         None => Ok(()),
         Some(look) => Err(unsupported(match look {
-            Look::Start | Look::StartLF | Look::StartCRLF => "anchor `^`/`\\A` (a terminal cannot look outside its lexeme)",
-            Look::End | Look::EndLF | Look::EndCRLF => "anchor `$`/`\\z` (a terminal cannot look outside its lexeme)",
+            Look::Start | Look::StartLF | Look::StartCRLF => {
+                "anchor `^`/`\\A` (a terminal cannot look outside its lexeme)"
+            }
+            Look::End | Look::EndLF | Look::EndCRLF => {
+                "anchor `$`/`\\z` (a terminal cannot look outside its lexeme)"
+            }
             _ => "word boundary `\\b`/`\\B` (a terminal cannot look outside its lexeme)",
         })),
     }
@@ -66,7 +83,11 @@ pub fn translate(body: &str, flags: &str) -> Result<String, GrammarErrorKind> {
     let inner = translate_body(body, verbose)?;
     // In verbose mode a `#` comment runs to the end of the line: end the body with a line
     // break so that it cannot swallow the closing parenthesis.
-    let group = if verbose { format!("(?{rust_flags}:{inner}\n)") } else { format!("(?{rust_flags}:{inner})") };
+    let group = if verbose {
+        format!("(?{rust_flags}:{inner}\n)")
+    } else {
+        format!("(?{rust_flags}:{inner})")
+    };
     let hir = parse_hir(&group)?;
     check_no_look(&hir)?;
     Ok(group)
@@ -101,7 +122,11 @@ fn braced_escape_len(s: &str) -> Option<usize> {
 /// Python octal escape `\0`, `\0o`, `\0oo` (after the backslash): returns the character
 /// as a Rust hex escape and the number of characters consumed.
 fn octal_escape(s: &str) -> (String, usize) {
-    let digits: String = s.chars().take(3).take_while(|c| ('0'..='7').contains(c)).collect();
+    let digits: String = s
+        .chars()
+        .take(3)
+        .take_while(|c| ('0'..='7').contains(c))
+        .collect();
     let value = u32::from_str_radix(&digits, 8).unwrap_or(0);
     (format!("\\x{{{value:x}}}"), digits.len())
 }
@@ -124,7 +149,9 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
 
         if c == '\\' {
             let Some(e) = rest[1..].chars().next() else {
-                return Err(GrammarErrorKind::InvalidRegex { message: "trailing backslash".into() });
+                return Err(GrammarErrorKind::InvalidRegex {
+                    message: "trailing backslash".into(),
+                });
             };
             let after = &rest[1 + e.len_utf8()..];
             let mut consumed = 1 + e.len_utf8();
@@ -138,7 +165,9 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                 '1'..='9' if !in_class => return Err(unsupported("backreference `\\N`")),
                 'Z' if !in_class => out.push_str("\\z"),
                 'b' if in_class => out.push_str("\\x08"),
-                'N' if after.starts_with('{') => return Err(unsupported("named Unicode escape `\\N{...}`")),
+                'N' if after.starts_with('{') => {
+                    return Err(unsupported("named Unicode escape `\\N{...}`"))
+                }
                 'p' | 'P' | 'x' | 'u' | 'U' => {
                     out.push('\\');
                     out.push(e);
@@ -170,9 +199,16 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                 '[' => {
                     // `[:alpha:]` is a POSIX class in Rust (and meant as one); any other `[`
                     // is a literal in Python but would open a nested class in Rust.
-                    let posix = rest.strip_prefix("[:").and_then(|r| r.find(":]").map(|e| (r, e)));
+                    let posix = rest
+                        .strip_prefix("[:")
+                        .and_then(|r| r.find(":]").map(|e| (r, e)));
                     match posix {
-                        Some((r, end)) if r[..end].trim_start_matches('^').chars().all(|c| c.is_ascii_lowercase()) => {
+                        Some((r, end))
+                            if r[..end]
+                                .trim_start_matches('^')
+                                .chars()
+                                .all(|c| c.is_ascii_lowercase()) =>
+                        {
                             let n = 2 + end + 2;
                             out.push_str(&rest[..n]);
                             i += n;
@@ -190,10 +226,16 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                 // Python's verbose mode keeps blanks and `#` inside a class; Rust's does not.
                 ' ' if verbose => out.push_str("\\x20"),
                 '#' if verbose => out.push_str("\\#"),
-                '\t' | '\n' | '\r' | '\x0b' | '\x0c' if verbose => out.push_str(&format!("\\x{{{:x}}}", c as u32)),
+                '\t' | '\n' | '\r' | '\x0b' | '\x0c' if verbose => {
+                    out.push_str(&format!("\\x{{{:x}}}", c as u32))
+                }
                 _ => out.push(c),
             }
-            i += if c == '-' && rest.starts_with("--") { 2 } else { c.len_utf8() };
+            i += if c == '-' && rest.starts_with("--") {
+                2
+            } else {
+                c.len_utf8()
+            };
             continue;
         }
 
@@ -227,7 +269,9 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                 }
                 if r.starts_with('#') {
                     // Python comment group: drop it.
-                    let end = r.find(')').ok_or_else(|| GrammarErrorKind::InvalidRegex { message: "unterminated comment group `(?#`".into() })?;
+                    let end = r.find(')').ok_or_else(|| GrammarErrorKind::InvalidRegex {
+                        message: "unterminated comment group `(?#`".into(),
+                    })?;
                     i += 2 + end + 1;
                     continue;
                 }
@@ -239,8 +283,14 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                         match f {
                             'i' | 'm' | 's' | 'x' | '-' => kept.push(f),
                             'u' => {}
-                            'a' => return Err(unsupported("inline flag `a` (ASCII-only matching)")),
-                            'L' => return Err(unsupported("inline flag `L` (locale-dependent matching)")),
+                            'a' => {
+                                return Err(unsupported("inline flag `a` (ASCII-only matching)"))
+                            }
+                            'L' => {
+                                return Err(unsupported(
+                                    "inline flag `L` (locale-dependent matching)",
+                                ))
+                            }
                             // Leave anything else to regex-syntax, which reports it.
                             other => kept.push(other),
                         }
@@ -264,7 +314,9 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                 continue;
             }
             '+' if quantifier_before => {
-                return Err(unsupported("possessive quantifier (`*+`, `++`, `?+`, `{n}+`)"));
+                return Err(unsupported(
+                    "possessive quantifier (`*+`, `++`, `?+`, `{n}+`)",
+                ));
             }
             '*' | '+' => {
                 out.push(c);
@@ -314,7 +366,10 @@ mod tests {
         assert_eq!(ok("a+", "i"), "(?i:a+)");
         assert_eq!(ok("a.b", "su"), "(?s:a.b)");
         assert_eq!(ok("a # comment", "x"), "(?x:a # comment\n)");
-        assert!(matches!(translate("a", "l"), Err(GrammarErrorKind::UnsupportedRegex { .. })));
+        assert!(matches!(
+            translate("a", "l"),
+            Err(GrammarErrorKind::UnsupportedRegex { .. })
+        ));
     }
 
     #[test]
@@ -360,9 +415,14 @@ mod tests {
     #[test]
     fn invalid_regexes_are_reported() {
         match translate("[abc", "") {
-            Err(GrammarErrorKind::InvalidRegex { message }) => assert!(message.contains("unclosed"), "{message}"),
+            Err(GrammarErrorKind::InvalidRegex { message }) => {
+                assert!(message.contains("unclosed"), "{message}")
+            }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(translate("a\\", ""), Err(GrammarErrorKind::InvalidRegex { .. })));
+        assert!(matches!(
+            translate("a\\", ""),
+            Err(GrammarErrorKind::InvalidRegex { .. })
+        ));
     }
 }

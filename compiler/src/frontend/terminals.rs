@@ -37,7 +37,10 @@ pub struct Piece {
 
 impl Piece {
     fn empty() -> Piece {
-        Piece { re: String::new(), prec: Prec::Concat }
+        Piece {
+            re: String::new(),
+            prec: Prec::Concat,
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -63,14 +66,26 @@ pub fn literal_piece(lit: &Literal) -> Result<Piece, GrammarErrorKind> {
             }
             let escaped = escape_literal(&lit.value);
             Ok(if lit.flags.contains('i') {
-                Piece { re: format!("(?i:{escaped})"), prec: Prec::Atom }
+                Piece {
+                    re: format!("(?i:{escaped})"),
+                    prec: Prec::Atom,
+                }
             } else if lit.value.chars().count() == 1 {
-                Piece { re: escaped, prec: Prec::Atom }
+                Piece {
+                    re: escaped,
+                    prec: Prec::Atom,
+                }
             } else {
-                Piece { re: escaped, prec: Prec::Concat }
+                Piece {
+                    re: escaped,
+                    prec: Prec::Concat,
+                }
             })
         }
-        LiteralKind::Regex => Ok(Piece { re: regex_translate::translate(&lit.value, &lit.flags)?, prec: Prec::Atom }),
+        LiteralKind::Regex => Ok(Piece {
+            re: regex_translate::translate(&lit.value, &lit.flags)?,
+            prec: Prec::Atom,
+        }),
     }
 }
 
@@ -107,7 +122,9 @@ pub fn range_piece(from: &Literal, to: &Literal) -> Result<Piece, PosError> {
             (Some(c), None) => Ok(c),
             _ => Err(PosError::new(
                 lit.pos,
-                GrammarErrorKind::InvalidRange { message: format!("range {which} {} must be a single character", lit.text) },
+                GrammarErrorKind::InvalidRange {
+                    message: format!("range {which} {} must be a single character", lit.text),
+                },
             )),
         }
     };
@@ -115,12 +132,21 @@ pub fn range_piece(from: &Literal, to: &Literal) -> Result<Piece, PosError> {
     if a > b {
         return Err(PosError::new(
             from.pos,
-            GrammarErrorKind::InvalidRange { message: format!("range start {} comes after its end {}", from.text, to.text) },
+            GrammarErrorKind::InvalidRange {
+                message: format!("range start {} comes after its end {}", from.text, to.text),
+            },
         ));
     }
     let class = format!("[{}-{}]", class_char(a), class_char(b));
-    let re = if from.flags.contains('i') || to.flags.contains('i') { format!("(?i:{class})") } else { class };
-    Ok(Piece { re, prec: Prec::Atom })
+    let re = if from.flags.contains('i') || to.flags.contains('i') {
+        format!("(?i:{class})")
+    } else {
+        class
+    };
+    Ok(Piece {
+        re,
+        prec: Prec::Atom,
+    })
 }
 
 fn concat(pieces: Vec<Piece>) -> Piece {
@@ -129,8 +155,20 @@ fn concat(pieces: Vec<Piece>) -> Piece {
         0 => Piece::empty(),
         1 => pieces.pop().expect("one piece"),
         _ => {
-            let re = pieces.iter().map(|p| if p.prec == Prec::Alt { format!("(?:{})", p.re) } else { p.re.clone() }).collect();
-            Piece { re, prec: Prec::Concat }
+            let re = pieces
+                .iter()
+                .map(|p| {
+                    if p.prec == Prec::Alt {
+                        format!("(?:{})", p.re)
+                    } else {
+                        p.re.clone()
+                    }
+                })
+                .collect();
+            Piece {
+                re,
+                prec: Prec::Concat,
+            }
         }
     }
 }
@@ -141,8 +179,21 @@ fn alternate(mut pieces: Vec<Piece>) -> Piece {
         return pieces.pop().expect("one piece");
     }
     // `(?:)` rather than an empty branch: clearer, and valid in every regex dialect.
-    let re = pieces.iter().map(|p| if p.is_empty() { "(?:)".to_string() } else { p.re.clone() }).collect::<Vec<_>>().join("|");
-    Piece { re, prec: Prec::Alt }
+    let re = pieces
+        .iter()
+        .map(|p| {
+            if p.is_empty() {
+                "(?:)".to_string()
+            } else {
+                p.re.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("|");
+    Piece {
+        re,
+        prec: Prec::Alt,
+    }
 }
 
 /// Checks a `~ n..m` / `{n,m}` count, shared with rule normalization.
@@ -158,7 +209,9 @@ pub fn check_repeat(min: i64, max: Option<i64>, limit: i64) -> Result<(), Gramma
     }
     let largest = max.unwrap_or(min);
     if largest > limit {
-        return bad(format!("count {largest} is too large (the limit is {limit})"));
+        return bad(format!(
+            "count {largest} is too large (the limit is {limit})"
+        ));
     }
     Ok(())
 }
@@ -188,7 +241,10 @@ fn quantify(piece: Piece, op: Op) -> Result<Piece, GrammarErrorKind> {
             }
         }
     };
-    Ok(Piece { re, prec: Prec::Quant })
+    Ok(Piece {
+        re,
+        prec: Prec::Quant,
+    })
 }
 
 /// Where a terminal name is looked up: the grammar itself, or a built-in library.
@@ -227,7 +283,10 @@ pub struct TerminalExpander<'a> {
 
 impl<'a> TerminalExpander<'a> {
     /// An expander over the main grammar's terminal `bindings`; `rules` are its rule names.
-    pub fn new(bindings: HashMap<&'a str, Binding<'a>>, rules: impl IntoIterator<Item = &'a str>) -> Self {
+    pub fn new(
+        bindings: HashMap<&'a str, Binding<'a>>,
+        rules: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
         let mut libs = HashMap::new();
         for b in bindings.values() {
             if let Binding::Import { lib, .. } = b {
@@ -242,7 +301,13 @@ impl<'a> TerminalExpander<'a> {
                 });
             }
         }
-        TerminalExpander { main: bindings, rules: rules.into_iter().map(|r| (r, ())).collect(), libs, memo: HashMap::new(), stack: Vec::new() }
+        TerminalExpander {
+            main: bindings,
+            rules: rules.into_iter().map(|r| (r, ())).collect(),
+            libs,
+            memo: HashMap::new(),
+            stack: Vec::new(),
+        }
     }
 
     /// Whether `name` is a terminal of the main grammar.
@@ -261,11 +326,21 @@ impl<'a> TerminalExpander<'a> {
     }
 
     /// The regex of an expression in terminal context (`%ignore` bodies).
-    pub fn expand_expression(&mut self, body: &Expansions, owner: &str) -> Result<String, PosError> {
+    pub fn expand_expression(
+        &mut self,
+        body: &Expansions,
+        owner: &str,
+    ) -> Result<String, PosError> {
         Ok(self.expand_body(Scope::Main, body, owner)?.re)
     }
 
-    fn expand(&mut self, scope: Scope, name: &str, use_pos: usize, user: &str) -> Result<Piece, PosError> {
+    fn expand(
+        &mut self,
+        scope: Scope,
+        name: &str,
+        use_pos: usize,
+        user: &str,
+    ) -> Result<Piece, PosError> {
         let key = (scope, name.to_string());
         if let Some(p) = self.memo.get(&key) {
             return Ok(p.clone());
@@ -273,7 +348,10 @@ impl<'a> TerminalExpander<'a> {
         if let Some(i) = self.stack.iter().position(|k| *k == key) {
             let mut cycle: Vec<String> = self.stack[i..].iter().map(|(_, n)| n.clone()).collect();
             cycle.push(name.to_string());
-            return Err(PosError::new(use_pos, GrammarErrorKind::TerminalCycle { cycle }));
+            return Err(PosError::new(
+                use_pos,
+                GrammarErrorKind::TerminalCycle { cycle },
+            ));
         }
         let binding = match scope {
             Scope::Main => self.main.get(name).copied(),
@@ -283,16 +361,26 @@ impl<'a> TerminalExpander<'a> {
             None if scope == Scope::Main && self.rules.contains_key(name) => {
                 return Err(PosError::new(
                     use_pos,
-                    GrammarErrorKind::RuleInTerminal { terminal: user.to_string(), rule: name.to_string() },
+                    GrammarErrorKind::RuleInTerminal {
+                        terminal: user.to_string(),
+                        rule: name.to_string(),
+                    },
                 ))
             }
             None => {
                 return Err(PosError::new(
                     use_pos,
-                    GrammarErrorKind::UndefinedSymbol { what: "terminal", name: name.to_string() },
+                    GrammarErrorKind::UndefinedSymbol {
+                        what: "terminal",
+                        name: name.to_string(),
+                    },
                 ))
             }
-            Some(Binding::Import { lib, name: lib_name, pos }) => {
+            Some(Binding::Import {
+                lib,
+                name: lib_name,
+                pos,
+            }) => {
                 self.stack.push(key.clone());
                 let r = self.expand(Scope::Lib(lib.name), lib_name, pos, name);
                 self.stack.pop();
@@ -305,7 +393,8 @@ impl<'a> TerminalExpander<'a> {
                 self.stack.pop();
                 let piece = r?;
                 // Validate each definition on its own, so that an error points at it.
-                regex_translate::parse_hir(&piece.re).map_err(|k| PosError::new(def.name.pos, k))?;
+                regex_translate::parse_hir(&piece.re)
+                    .map_err(|k| PosError::new(def.name.pos, k))?;
                 piece
             }
         };
@@ -313,7 +402,12 @@ impl<'a> TerminalExpander<'a> {
         Ok(piece)
     }
 
-    fn expand_body(&mut self, scope: Scope, body: &Expansions, owner: &str) -> Result<Piece, PosError> {
+    fn expand_body(
+        &mut self,
+        scope: Scope,
+        body: &Expansions,
+        owner: &str,
+    ) -> Result<Piece, PosError> {
         let mut alts = Vec::with_capacity(body.len());
         for alt in body {
             let mut seq = Vec::with_capacity(alt.items.len());
@@ -337,17 +431,30 @@ impl<'a> TerminalExpander<'a> {
                 Ok(quantify(piece, Op::Opt).expect("`?` cannot fail"))
             }
             Atom::Name(Name { text, pos }) => {
-                if super::token::is_terminal_name(text) {
+                // Lower-case names are rules, except llguidance's lazy rules, which are
+                // terminals (bound in the main grammar).
+                if super::token::is_terminal_name(text)
+                    || (scope == Scope::Main && self.main.contains_key(text.as_str()))
+                {
                     self.expand(scope, text, *pos, owner)
                 } else {
-                    Err(PosError::new(*pos, GrammarErrorKind::RuleInTerminal { terminal: owner.to_string(), rule: text.clone() }))
+                    Err(PosError::new(
+                        *pos,
+                        GrammarErrorKind::RuleInTerminal {
+                            terminal: owner.to_string(),
+                            rule: text.clone(),
+                        },
+                    ))
                 }
             }
             Atom::Literal(lit) => literal_piece(lit).map_err(|k| PosError::new(lit.pos, k)),
             Atom::Range { from, to, .. } => range_piece(from, to),
             Atom::Template { name, .. } => Err(PosError::new(
                 name.pos,
-                GrammarErrorKind::Template { name: name.text.clone(), message: "templates cannot be used inside terminals".into() },
+                GrammarErrorKind::Template {
+                    name: name.text.clone(),
+                    message: "templates cannot be used inside terminals".into(),
+                },
             )),
         }
     }
@@ -359,7 +466,12 @@ mod tests {
 
     fn regex(src: &str, name: &str) -> String {
         let g = parse_grammar(src, "t.lark").unwrap_or_else(|e| panic!("{e}"));
-        g.terminals.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no {name}")).regex.clone()
+        g.terminals
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .regex
+            .clone()
     }
 
     fn err(src: &str) -> String {
@@ -370,11 +482,23 @@ mod tests {
     fn terminal_references_are_inlined_with_minimal_groups() {
         let src = "start: C\nA: \"a\" | \"b\"\nB: A \"c\"\nC: B+ \"d\"? (A | \"xy\")*\n";
         assert_eq!(regex(src, "C"), "(?:(?:a|b)c)+d?(?:a|b|xy)*");
-        assert_eq!(regex("start: X\nX: \"ab\" ~ 2..3 \"c\"~2\n", "X"), "(?:ab){2,3}c{2}");
-        assert_eq!(regex("start: X\nX: \"a\"{2,} /b/i{,2}\n", "X"), "a{2,}(?i:b){0,2}");
-        assert_eq!(regex("start: X\nX: [\"+\"|\"-\"] \"1\"\n", "X"), "(?:\\+|\\-)?1");
+        assert_eq!(
+            regex("start: X\nX: \"ab\" ~ 2..3 \"c\"~2\n", "X"),
+            "(?:ab){2,3}c{2}"
+        );
+        assert_eq!(
+            regex("start: X\nX: \"a\"{2,} /b/i{,2}\n", "X"),
+            "a{2,}(?i:b){0,2}"
+        );
+        assert_eq!(
+            regex("start: X\nX: [\"+\"|\"-\"] \"1\"\n", "X"),
+            "(?:\\+|\\-)?1"
+        );
         assert_eq!(regex("start: X\nX: \"if\"i \".\"\n", "X"), "(?i:if)\\.");
-        assert_eq!(regex("start: X\nX: \"a\"..\"z\" \"0\"..\"9\" \"-\"..\"/\"\n", "X"), "[a-z][0-9][\\x{2d}-\\x{2f}]");
+        assert_eq!(
+            regex("start: X\nX: \"a\"..\"z\" \"0\"..\"9\" \"-\"..\"/\"\n", "X"),
+            "[a-z][0-9][\\x{2d}-\\x{2f}]"
+        );
     }
 
     #[test]
@@ -387,13 +511,34 @@ mod tests {
             err("start: A\nA: \"a\" b\nb: \"b\"\n"),
             "t.lark:2:8: terminal `A` refers to rule `b`; terminals may only use literals, regexes and other terminals"
         );
-        assert_eq!(err("start: A\nA: \"a\" BAZ\n"), "t.lark:2:8: undefined terminal `BAZ`");
-        assert_eq!(err("start: A\nA: \"ab\"..\"c\"\n"), "t.lark:2:4: invalid character range: range start \"ab\" must be a single character");
-        assert_eq!(err("start: A\nA: \"a\"..\"cd\"\n"), "t.lark:2:9: invalid character range: range end \"cd\" must be a single character");
-        assert_eq!(err("start: A\nA: \"d\"..\"a\"\n"), "t.lark:2:4: invalid character range: range start \"d\" comes after its end \"a\"");
-        assert_eq!(err("start: A\nA: (\"a\"|\"b\"){7,6}\n"), "t.lark:2:4: invalid repetition: range end 6 must be >= start 7");
-        assert_eq!(err("start: A\nA: \"a\" ~ 5000\n"), "t.lark:2:4: invalid repetition: count 5000 is too large (the limit is 1000)");
-        assert_eq!(err("start: A\nA: /[abc/\n"), "t.lark:2:4: invalid regex: unclosed character class");
+        assert_eq!(
+            err("start: A\nA: \"a\" BAZ\n"),
+            "t.lark:2:8: undefined terminal `BAZ`"
+        );
+        assert_eq!(
+            err("start: A\nA: \"ab\"..\"c\"\n"),
+            "t.lark:2:4: invalid character range: range start \"ab\" must be a single character"
+        );
+        assert_eq!(
+            err("start: A\nA: \"a\"..\"cd\"\n"),
+            "t.lark:2:9: invalid character range: range end \"cd\" must be a single character"
+        );
+        assert_eq!(
+            err("start: A\nA: \"d\"..\"a\"\n"),
+            "t.lark:2:4: invalid character range: range start \"d\" comes after its end \"a\""
+        );
+        assert_eq!(
+            err("start: A\nA: (\"a\"|\"b\"){7,6}\n"),
+            "t.lark:2:4: invalid repetition: range end 6 must be >= start 7"
+        );
+        assert_eq!(
+            err("start: A\nA: \"a\" ~ 5000\n"),
+            "t.lark:2:4: invalid repetition: count 5000 is too large (the limit is 1000)"
+        );
+        assert_eq!(
+            err("start: A\nA: /[abc/\n"),
+            "t.lark:2:4: invalid regex: unclosed character class"
+        );
         assert_eq!(
             err("start: A\n\nA: \"x\" /(?<!\\\\)y/\n"),
             "t.lark:3:8: unsupported regex feature: negative lookbehind `(?<!...)`"

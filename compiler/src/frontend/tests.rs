@@ -15,7 +15,11 @@ fn rules(g: &Grammar) -> Vec<String> {
         .iter()
         .map(|r| {
             let rhs: Vec<&str> = r.rhs.iter().map(|&s| g.symbol_name(s)).collect();
-            let rhs = if rhs.is_empty() { "ε".to_string() } else { rhs.join(" ") };
+            let rhs = if rhs.is_empty() {
+                "ε".to_string()
+            } else {
+                rhs.join(" ")
+            };
             format!("{} -> {}", g.nonterminals[r.lhs as usize].name, rhs)
         })
         .collect()
@@ -23,7 +27,10 @@ fn rules(g: &Grammar) -> Vec<String> {
 
 /// `name = regex` for every terminal, in IR order.
 fn terminals(g: &Grammar) -> Vec<String> {
-    g.terminals.iter().map(|t| format!("{} = {}", t.name, t.regex)).collect()
+    g.terminals
+        .iter()
+        .map(|t| format!("{} = {}", t.name, t.regex))
+        .collect()
 }
 
 fn error(src: &str) -> String {
@@ -34,7 +41,9 @@ fn error(src: &str) -> String {
 }
 
 fn error_kind(src: &str) -> GrammarErrorKind {
-    parse_grammar(src, "g.lark").expect_err("expected an error").kind
+    parse_grammar(src, "g.lark")
+        .expect_err("expected an error")
+        .kind
 }
 
 // ---------------------------------------------------------------------------------------
@@ -57,19 +66,40 @@ fn rules_alternatives_and_literals() {
 fn alternatives_continue_on_following_lines() {
     let src = "// leading comment\n\nstart: a\n     | b   // c\n\n     # another comment\n     | \"z\"\na: \"x\"\nb: (\"y\"\n   \"w\")\n";
     let g = grammar(src);
-    assert_eq!(rules(&g), ["start -> a", "start -> b", "start -> \"z\"", "a -> \"x\"", "b -> \"y\" \"w\""]);
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> a",
+            "start -> b",
+            "start -> \"z\"",
+            "a -> \"x\"",
+            "b -> \"y\" \"w\""
+        ]
+    );
 }
 
 #[test]
 fn empty_alternatives_and_empty_strings_are_epsilon() {
     let g = grammar("start: | \"a\" \"\" | (\"\" | \"b\") \"c\"\n");
-    assert_eq!(rules(&g), ["start -> ε", "start -> \"a\"", "start -> __start_opt_0 \"c\"", "__start_opt_0 -> ε", "__start_opt_0 -> \"b\""]);
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> ε",
+            "start -> \"a\"",
+            "start -> __start_opt_0 \"c\"",
+            "__start_opt_0 -> ε",
+            "__start_opt_0 -> \"b\""
+        ]
+    );
 }
 
 #[test]
 fn tree_shaping_modifiers_are_ignored() {
     let g = grammar("start: _a -> x\n?_a: b | \"q\" -> y\n!b.3: \"k\"\n");
-    assert_eq!(rules(&g), ["start -> _a", "_a -> b", "_a -> \"q\"", "b -> \"k\""]);
+    assert_eq!(
+        rules(&g),
+        ["start -> _a", "_a -> b", "_a -> \"q\"", "b -> \"k\""]
+    );
 }
 
 #[test]
@@ -178,9 +208,20 @@ fn anonymous_terminals_are_deduplicated_and_reuse_named_ones() {
     let g = grammar("start: \"(\" x \")\" \"(\" COMMA \",\"\nx: \",\" /[0-9]+/ /[0-9]+/ NUM\nCOMMA: \",\"\nNUM: /[0-9]+/\n");
     assert_eq!(
         rules(&g),
-        ["start -> \"(\" x \")\" \"(\" COMMA COMMA", "x -> COMMA NUM NUM NUM"]
+        [
+            "start -> \"(\" x \")\" \"(\" COMMA COMMA",
+            "x -> COMMA NUM NUM NUM"
+        ]
     );
-    assert_eq!(terminals(&g), ["\"(\" = \\(", "\")\" = \\)", "COMMA = ,", "NUM = (?:[0-9]+)"]);
+    assert_eq!(
+        terminals(&g),
+        [
+            "\"(\" = \\(",
+            "\")\" = \\)",
+            "COMMA = ,",
+            "NUM = (?:[0-9]+)"
+        ]
+    );
 }
 
 #[test]
@@ -210,7 +251,10 @@ fn literal_flags_ranges_and_escapes() {
 fn terminals_are_expanded_and_unused_ones_dropped() {
     let g = grammar("start: NAME\nNAME: LETTER (LETTER | DIGIT)*\nLETTER: \"a\"..\"z\"\nDIGIT: \"0\"..\"9\"\nUNUSED: \"u\"\n");
     assert_eq!(terminals(&g), ["NAME = [a-z](?:[a-z]|[0-9])*"]);
-    assert_eq!(g.terminals[0].defined_at, Some(Location { line: 2, col: 1 }));
+    assert_eq!(
+        g.terminals[0].defined_at,
+        Some(Location { line: 2, col: 1 })
+    );
 }
 
 #[test]
@@ -230,8 +274,17 @@ fn priorities() {
 
 #[test]
 fn ignore_directives() {
-    let g = grammar("%import common.WS\n%ignore WS\n%ignore \"#\" /[^\\n]*/\n%ignore WS\nstart: \"a\"\n");
-    assert_eq!(terminals(&g), ["\"a\" = a", "WS = (?:[ \\t\\f\\r\\n])+", "\"#\" /[^\\n]*/ = \\#(?:[^\\n]*)"]);
+    let g = grammar(
+        "%import common.WS\n%ignore WS\n%ignore \"#\" /[^\\n]*/\n%ignore WS\nstart: \"a\"\n",
+    );
+    assert_eq!(
+        terminals(&g),
+        [
+            "\"a\" = a",
+            "WS = (?:[ \\t\\f\\r\\n])+",
+            "\"#\" /[^\\n]*/ = \\#(?:[^\\n]*)"
+        ]
+    );
     assert_eq!(g.ignore, [1, 2]);
     assert!(g.is_ignore(1) && !g.is_ignore(0));
     // An ignored literal that a named terminal defines reuses it.
@@ -246,22 +299,48 @@ fn imports_from_common() {
     assert_eq!(names, ["NAME", "INT", "ESCAPED_STRING", "WS_INLINE"]);
     assert_eq!(g.terminals[1].regex, "[0-9]+");
     // Imported terminals point at the import.
-    assert_eq!(g.terminals[0].defined_at, Some(Location { line: 2, col: 25 }));
+    assert_eq!(
+        g.terminals[0].defined_at,
+        Some(Location { line: 2, col: 25 })
+    );
     let g = grammar("%import unicode.WS\nstart: WS\n");
     assert_eq!(terminals(&g), ["WS = (?:[ \\t\\xa0\\f\\r\\n])+"]);
 }
 
 #[test]
 fn llguidance_directive_and_lazy() {
-    let g = grammar("%llguidance {\"allow_initial_skip\": true}\nstart: TEXT \"!\"\nTEXT[lazy]: /.+/\n");
+    let g = grammar(
+        "%llguidance {\"allow_initial_skip\": true}\nstart: TEXT \"!\"\nTEXT[lazy]: /.+/\n",
+    );
     assert!(g.allow_initial_skip);
     assert!(g.terminals[0].lazy);
     assert!(!grammar("%llguidance {}\nstart: \"a\"").allow_initial_skip);
 }
 
 #[test]
+fn lazy_rules_become_lazy_terminals() {
+    // llguidance: a rule with `[lazy]` is one lexeme.
+    let g = grammar("start: head \"ok\" | TEXT\nhead[lazy]: /.*<call>/s\nTEXT: /.+/\n");
+    assert_eq!(rules(&g), ["start -> head \"ok\"", "start -> TEXT"]);
+    assert_eq!(
+        terminals(&g),
+        ["head = (?s:.*<call>)", "\"ok\" = ok", "TEXT = (?:.+)"]
+    );
+    assert!(g.terminals[0].lazy && !g.terminals[2].lazy);
+    assert_eq!(
+        error("start: head\nhead[lazy]: \"a\" b\nb: \"b\"\n"),
+        "g.lark:2:17: terminal `head` refers to rule `b`; terminals may only use literals, regexes and other terminals"
+    );
+    assert_eq!(
+        error("start: \"a\"\n_t{x}[lazy]: x\n"),
+        "g.lark:2:7: unsupported attribute `lazy`: a template cannot be lazy"
+    );
+}
+
+#[test]
 fn templates_are_instantiated() {
-    let g = grammar("_sep{x, s}: x (s x)*\nstart: _sep{item, \",\"} _sep{\"z\", \";\"}\nitem: \"i\"\n");
+    let g =
+        grammar("_sep{x, s}: x (s x)*\nstart: _sep{item, \",\"} _sep{\"z\", \";\"}\nitem: \"i\"\n");
     assert_eq!(
         rules(&g),
         [
@@ -298,45 +377,99 @@ fn syntax_errors_say_what_was_expected() {
         error("start: \"a\" )\n"),
         "g.lark:1:12: unexpected `)`; expected one of `|`, end of line"
     );
-    assert_eq!(error("start \"a\"\n"), "g.lark:1:7: unexpected string literal `\"a\"`; expected one of `.`, `:`, `[`, `{`");
+    assert_eq!(
+        error("start \"a\"\n"),
+        "g.lark:1:7: unexpected string literal `\"a\"`; expected one of `.`, `:`, `[`, `{`"
+    );
     assert_eq!(
         error("start: (\"a\"\n"),
         "g.lark:1:12: unexpected end of input; expected one of `)`, `|`"
     );
     assert_eq!(error("a: \"x\"\n: \"y\"\n"), "g.lark:2:1: unexpected `:`; expected one of `!`, `%declare`, `%extend`, `%ignore`, `%import`, `%llguidance`, `%override`, `?`, rule name, terminal name");
-    assert_eq!(error("start: \"a\" \"b\nx: y\n"), "g.lark:1:12: unterminated string literal");
+    assert_eq!(
+        error("start: \"a\" \"b\nx: y\n"),
+        "g.lark:1:12: unterminated string literal"
+    );
     assert_eq!(
         error("start: /a\nb/\n"),
         "g.lark:1:8: unterminated regex literal (a regex may contain line breaks only with the `x` flag)"
     );
-    assert_eq!(error("start: \"\\x4\"\n"), "g.lark:1:9: invalid escape `\\x4` in string literal");
-    assert_eq!(error("start: \"a\" ; \n"), "g.lark:1:12: unexpected character `;`");
-    assert!(matches!(error_kind("start: \"a\" )"), GrammarErrorKind::Syntax { .. }));
+    assert_eq!(
+        error("start: \"\\x4\"\n"),
+        "g.lark:1:9: invalid escape `\\x4` in string literal"
+    );
+    assert_eq!(
+        error("start: \"a\" ; \n"),
+        "g.lark:1:12: unexpected character `;`"
+    );
+    assert!(matches!(
+        error_kind("start: \"a\" )"),
+        GrammarErrorKind::Syntax { .. }
+    ));
 }
 
 #[test]
 fn undefined_names_are_reported_at_the_use() {
-    assert_eq!(error("start: a b\na: \"x\"\n"), "g.lark:1:10: undefined rule `b`");
-    assert_eq!(error("start: \"x\"\n  | X\n"), "g.lark:2:5: undefined terminal `X`");
-    assert_eq!(error("start: \"x\"\nunused: y\n"), "g.lark:2:9: undefined rule `y`");
-    assert_eq!(error("%ignore WS\nstart: \"a\"\n"), "g.lark:1:9: undefined terminal `WS`");
-    assert_eq!(error("%import common.BLAH\nstart: BLAH\n"), "g.lark:1:16: undefined terminal `common.BLAH`");
-    assert_eq!(error("root: \"a\"\n"), "g.lark:1:1: no `start` rule: the start symbol is the rule named `start`");
+    assert_eq!(
+        error("start: a b\na: \"x\"\n"),
+        "g.lark:1:10: undefined rule `b`"
+    );
+    assert_eq!(
+        error("start: \"x\"\n  | X\n"),
+        "g.lark:2:5: undefined terminal `X`"
+    );
+    assert_eq!(
+        error("start: \"x\"\nunused: y\n"),
+        "g.lark:2:9: undefined rule `y`"
+    );
+    assert_eq!(
+        error("%ignore WS\nstart: \"a\"\n"),
+        "g.lark:1:9: undefined terminal `WS`"
+    );
+    assert_eq!(
+        error("%import common.BLAH\nstart: BLAH\n"),
+        "g.lark:1:16: undefined terminal `common.BLAH`"
+    );
+    assert_eq!(
+        error("root: \"a\"\n"),
+        "g.lark:1:1: no `start` rule: the start symbol is the rule named `start`"
+    );
 }
 
 #[test]
 fn duplicates_are_reported_at_the_second_definition() {
-    assert_eq!(error("start: \"a\"\nfoo: \"b\"\n\nfoo: \"c\"\n"), "g.lark:4:1: `foo` is already defined at 2:1");
-    assert_eq!(error("start: A\nA: \"a\"\n  A: \"b\"\n"), "g.lark:3:3: `A` is already defined at 2:1");
-    assert_eq!(error("%import common.WS\nstart: WS\nWS: \" \"\n"), "g.lark:3:1: `WS` is already defined at 1:16");
-    assert_eq!(error("%import common.INT -> N\n%import common.WS -> N\nstart: N\n"), "g.lark:2:22: `N` is already defined at 1:23");
+    assert_eq!(
+        error("start: \"a\"\nfoo: \"b\"\n\nfoo: \"c\"\n"),
+        "g.lark:4:1: `foo` is already defined at 2:1"
+    );
+    assert_eq!(
+        error("start: A\nA: \"a\"\n  A: \"b\"\n"),
+        "g.lark:3:3: `A` is already defined at 2:1"
+    );
+    assert_eq!(
+        error("%import common.WS\nstart: WS\nWS: \" \"\n"),
+        "g.lark:3:1: `WS` is already defined at 1:16"
+    );
+    assert_eq!(
+        error("%import common.INT -> N\n%import common.WS -> N\nstart: N\n"),
+        "g.lark:2:22: `N` is already defined at 1:23"
+    );
 }
 
 #[test]
 fn empty_terminals() {
-    assert_eq!(error("start: A\nA: /a*/\n"), "g.lark:2:1: `A` is a terminal that can match the empty string");
-    assert_eq!(error("start: \"x\" /b?/\n"), "g.lark:1:12: `/b?/` is a terminal that can match the empty string");
-    assert_eq!(error("start: \"x\"\n%ignore /\\s*/\n"), "g.lark:2:9: `/\\s*/` is a terminal that can match the empty string");
+    assert_eq!(
+        error("start: A\nA: /a*/\n"),
+        "g.lark:2:1: `A` is a terminal that can match the empty string"
+    );
+    assert_eq!(
+        error("start: \"x\" /b?/\n"),
+        "g.lark:1:12: `/b?/` is a terminal that can match the empty string"
+    );
+    assert_eq!(
+        error("start: \"x\"\n%ignore /\\s*/\n"),
+        "g.lark:2:9: `/\\s*/` is a terminal that can match the empty string"
+    );
     // Fragments used only inside other terminals may match the empty string.
     let g = grammar("start: A\nA: \"a\" E\nE: /e*/\nUNUSED: /u*/\n");
     assert_eq!(terminals(&g), ["A = a(?:e*)"]);
@@ -348,10 +481,19 @@ fn unsupported_regex_features_point_at_the_regex() {
         error("start: A\nA: \"x\"  /a(?=b)/\n"),
         "g.lark:2:9: unsupported regex feature: lookahead `(?=...)`"
     );
-    assert_eq!(error("start: /(a)\\1/\n"), "g.lark:1:8: unsupported regex feature: backreference `\\N`");
+    assert_eq!(
+        error("start: /(a)\\1/\n"),
+        "g.lark:1:8: unsupported regex feature: backreference `\\N`"
+    );
     assert!(error_kind("start: /\\bx/").is_unsupported());
-    assert_eq!(error("start: \"a\" /[a/\n"), "g.lark:1:12: invalid regex: unclosed character class");
-    assert_eq!(error("start: /a/l\n"), "g.lark:1:8: unsupported regex feature: flag `l` (locale-dependent matching)");
+    assert_eq!(
+        error("start: \"a\" /[a/\n"),
+        "g.lark:1:12: invalid regex: unclosed character class"
+    );
+    assert_eq!(
+        error("start: /a/l\n"),
+        "g.lark:1:8: unsupported regex feature: flag `l` (locale-dependent matching)"
+    );
 }
 
 #[test]
@@ -380,11 +522,17 @@ fn unsupported_directives() {
         error("%llguidance {\"allow_initial_skip\": 1}\nstart: \"a\"\n"),
         "g.lark:1:1: invalid directive: `allow_initial_skip` must be true or false"
     );
-    assert_eq!(error("start: %json {}\n"), "g.lark:1:8: unsupported directive: `%json` (llguidance)");
-    assert_eq!(error("%foo x\n"), "g.lark:1:1: unsupported directive: `%foo`");
+    assert_eq!(
+        error("start: %json {}\n"),
+        "g.lark:1:8: unsupported directive: `%json` (llguidance)"
+    );
+    assert_eq!(
+        error("%foo x\n"),
+        "g.lark:1:1: unsupported directive: `%foo`"
+    );
     assert_eq!(
         error("start: a\na[max_tokens=5]: \"x\"\n"),
-        "g.lark:2:3: unsupported attribute `max_tokens` (only `lazy` is supported)"
+        "g.lark:2:3: unsupported attribute `max_tokens`: only `lazy` is supported"
     );
     assert!(error_kind("start: \"a\" <|eos|>").is_unsupported());
     assert!(error_kind("start: A\nA: /a/ & /b/").is_unsupported());
@@ -417,7 +565,10 @@ fn cyclic_derivations() {
         error("start: a\na: b a | \"x\"\nb: \"y\"?\n"),
         "g.lark:2:1: cyclic derivation a => a (a rule derives itself without consuming input)"
     );
-    assert!(matches!(error_kind("start: start | \"a\""), GrammarErrorKind::CyclicUnitRules { .. }));
+    assert!(matches!(
+        error_kind("start: start | \"a\""),
+        GrammarErrorKind::CyclicUnitRules { .. }
+    ));
 }
 
 #[test]
@@ -426,7 +577,10 @@ fn template_errors() {
         error("_sep{x, s}: x (s x)*\nstart: _sep{\"a\"}\n"),
         "g.lark:2:8: template `_sep`: takes 2 argument(s), but 1 are given"
     );
-    assert_eq!(error("a: \"a\"\nstart: a{\"b\"}\n"), "g.lark:2:8: template `a`: is not a template, but is given arguments");
+    assert_eq!(
+        error("a: \"a\"\nstart: a{\"b\"}\n"),
+        "g.lark:2:8: template `a`: is not a template, but is given arguments"
+    );
     assert_eq!(
         error("_t{x}: x\nstart: _t\n"),
         "g.lark:2:8: template `_t`: is a template and needs 1 argument(s): `_t{...}`"
@@ -435,10 +589,22 @@ fn template_errors() {
 
 #[test]
 fn other_errors() {
-    assert_eq!(error("start: a\n%ignore a\na: \"x\"\n"), "g.lark:2:9: `%ignore` needs a terminal, but `a` is a rule");
-    assert_eq!(error("start: \"a\" ~ 3..2\n"), "g.lark:1:8: invalid repetition: range end 2 must be >= start 3");
-    assert_eq!(error("start: \"a\" ~ 20000\n"), "g.lark:1:8: invalid repetition: count 20000 is too large (the limit is 10000)");
-    assert_eq!(error("start: \"ab\"..\"c\"\n"), "g.lark:1:8: invalid character range: range start \"ab\" must be a single character");
+    assert_eq!(
+        error("start: a\n%ignore a\na: \"x\"\n"),
+        "g.lark:2:9: `%ignore` needs a terminal, but `a` is a rule"
+    );
+    assert_eq!(
+        error("start: \"a\" ~ 3..2\n"),
+        "g.lark:1:8: invalid repetition: range end 2 must be >= start 3"
+    );
+    assert_eq!(
+        error("start: \"a\" ~ 20000\n"),
+        "g.lark:1:8: invalid repetition: count 20000 is too large (the limit is 10000)"
+    );
+    assert_eq!(
+        error("start: \"ab\"..\"c\"\n"),
+        "g.lark:1:8: invalid character range: range start \"ab\" must be a single character"
+    );
     assert_eq!(
         error("start: A\nA: \"a\" b\nb: \"b\"\n"),
         "g.lark:2:8: terminal `A` refers to rule `b`; terminals may only use literals, regexes and other terminals"

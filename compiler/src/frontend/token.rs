@@ -117,7 +117,8 @@ pub type Spanned<'a> = (usize, Tok<'a>, usize);
 /// underscores allowed, no lower-case letter).
 pub fn is_terminal_name(name: &str) -> bool {
     let rest = name.trim_start_matches('_');
-    rest.starts_with(|c: char| c.is_ascii_uppercase()) && !rest.contains(|c: char| c.is_ascii_lowercase())
+    rest.starts_with(|c: char| c.is_ascii_uppercase())
+        && !rest.contains(|c: char| c.is_ascii_lowercase())
 }
 
 /// The lexer: an iterator of spanned tokens or a positioned error.
@@ -135,7 +136,13 @@ pub struct Lexer<'a> {
 impl<'a> Lexer<'a> {
     /// A lexer over `src`.
     pub fn new(src: &'a str) -> Self {
-        Lexer { src, pos: 0, depth: 0, started: false, failed: false }
+        Lexer {
+            src,
+            pos: 0,
+            depth: 0,
+            started: false,
+            failed: false,
+        }
     }
 
     fn peek(&self) -> Option<char> {
@@ -143,7 +150,9 @@ impl<'a> Lexer<'a> {
     }
 
     fn peek_at(&self, offset: usize) -> Option<char> {
-        self.src.get(self.pos + offset..).and_then(|s| s.chars().next())
+        self.src
+            .get(self.pos + offset..)
+            .and_then(|s| s.chars().next())
     }
 
     fn rest(&self) -> &'a str {
@@ -155,10 +164,16 @@ impl<'a> Lexer<'a> {
         loop {
             match self.peek() {
                 Some(' ' | '\t' | '\x0c') => self.pos += 1,
-                Some('\\') if self.rest().starts_with("\\\n") || self.rest().starts_with("\\\r\n") => {
+                Some('\\')
+                    if self.rest().starts_with("\\\n") || self.rest().starts_with("\\\r\n") =>
+                {
                     // A backslash-continued line; Lark's `\s` skipping does not allow this,
                     // but it is unambiguous and costs nothing.
-                    self.pos += if self.rest().starts_with("\\\n") { 2 } else { 3 };
+                    self.pos += if self.rest().starts_with("\\\n") {
+                        2
+                    } else {
+                        3
+                    };
                 }
                 Some('#') => self.skip_to_eol(),
                 Some('/') if self.peek_at(1) == Some('/') => self.skip_to_eol(),
@@ -179,12 +194,26 @@ impl<'a> Lexer<'a> {
         Some(Err(PosError::new(pos, kind)))
     }
 
-    fn lexical(&mut self, pos: usize, message: impl Into<String>) -> Option<Result<Spanned<'a>, PosError>> {
-        self.err(pos, GrammarErrorKind::Lexical { message: message.into() })
+    fn lexical(
+        &mut self,
+        pos: usize,
+        message: impl Into<String>,
+    ) -> Option<Result<Spanned<'a>, PosError>> {
+        self.err(
+            pos,
+            GrammarErrorKind::Lexical {
+                message: message.into(),
+            },
+        )
     }
 
     fn unsupported(&mut self, pos: usize, feature: &str) -> Option<Result<Spanned<'a>, PosError>> {
-        self.err(pos, GrammarErrorKind::UnsupportedSyntax { feature: feature.to_string() })
+        self.err(
+            pos,
+            GrammarErrorKind::UnsupportedSyntax {
+                feature: feature.to_string(),
+            },
+        )
     }
 
     fn lex_string(&mut self, start: usize) -> Option<Result<Spanned<'a>, PosError>> {
@@ -207,9 +236,15 @@ impl<'a> Lexer<'a> {
         }
         self.pos = end;
         match decode_string(body, start + 1) {
-            Ok(value) => {
-                Some(Ok((start, Tok::Str(StrLit { value, insensitive, text: &self.src[start..end] }), end)))
-            }
+            Ok(value) => Some(Ok((
+                start,
+                Tok::Str(StrLit {
+                    value,
+                    insensitive,
+                    text: &self.src[start..end],
+                }),
+                end,
+            ))),
             Err(e) => {
                 self.failed = true;
                 Some(Err(e))
@@ -230,7 +265,10 @@ impl<'a> Lexer<'a> {
         }
         let body = &self.src[start + 1..i];
         let flags_start = i + 1;
-        let flags_len = self.src[flags_start..].bytes().take_while(|b| b"imslux".contains(b)).count();
+        let flags_len = self.src[flags_start..]
+            .bytes()
+            .take_while(|b| b"imslux".contains(b))
+            .count();
         let flags = &self.src[flags_start..flags_start + flags_len];
         let end = flags_start + flags_len;
         if body.contains('\n') && !flags.contains('x') {
@@ -239,7 +277,15 @@ impl<'a> Lexer<'a> {
             return self.lexical(start, "unterminated regex literal (a regex may contain line breaks only with the `x` flag)");
         }
         self.pos = end;
-        Some(Ok((start, Tok::Regex(RegexLit { body, flags, text: &self.src[start..end] }), end)))
+        Some(Ok((
+            start,
+            Tok::Regex(RegexLit {
+                body,
+                flags,
+                text: &self.src[start..end],
+            }),
+            end,
+        )))
     }
 
     /// `%llguidance { ... }`: returns the balanced JSON object's text.
@@ -255,7 +301,9 @@ impl<'a> Lexer<'a> {
         if self.peek() != Some('{') {
             return self.err(
                 start,
-                GrammarErrorKind::InvalidDirective { message: "`%llguidance` must be followed by a JSON object".into() },
+                GrammarErrorKind::InvalidDirective {
+                    message: "`%llguidance` must be followed by a JSON object".into(),
+                },
             );
         }
         let bytes = self.src.as_bytes();
@@ -278,7 +326,11 @@ impl<'a> Lexer<'a> {
                         depth -= 1;
                         if depth == 0 {
                             self.pos = i + 1;
-                            return Some(Ok((directive_start, Tok::Llguidance(&self.src[start..=i]), i + 1)));
+                            return Some(Ok((
+                                directive_start,
+                                Tok::Llguidance(&self.src[start..=i]),
+                                i + 1,
+                            )));
                         }
                     }
                     _ => {}
@@ -286,7 +338,12 @@ impl<'a> Lexer<'a> {
             }
             i += 1;
         }
-        self.err(start, GrammarErrorKind::InvalidDirective { message: "unterminated JSON object after `%llguidance`".into() })
+        self.err(
+            start,
+            GrammarErrorKind::InvalidDirective {
+                message: "unterminated JSON object after `%llguidance`".into(),
+            },
+        )
     }
 
     /// At `{`: a repetition `{n}`, `{n,}`, `{,m}`, `{n,m}` (digits and blanks only), or
@@ -295,7 +352,10 @@ impl<'a> Lexer<'a> {
         let rest = self.rest();
         let close = rest.find('}')?;
         let inner = &rest[1..close];
-        if !inner.chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ' || c == '\t') {
+        if !inner
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ',' || c == ' ' || c == '\t')
+        {
             return None;
         }
         let parse = |s: &str| -> Result<Option<u32>, ()> {
@@ -309,13 +369,19 @@ impl<'a> Lexer<'a> {
         let spec = match inner.split_once(',') {
             None => {
                 let n = parse(inner).ok()??;
-                RepeatSpec { min: n, max: Some(n) }
+                RepeatSpec {
+                    min: n,
+                    max: Some(n),
+                }
             }
             Some((a, b)) => {
                 if b.contains(',') {
                     return None;
                 }
-                RepeatSpec { min: parse(a).ok()?.unwrap_or(0), max: parse(b).ok()? }
+                RepeatSpec {
+                    min: parse(a).ok()?.unwrap_or(0),
+                    max: parse(b).ok()?,
+                }
             }
         };
         Some((spec, close + 1))
@@ -343,7 +409,8 @@ impl<'a> Iterator for Lexer<'a> {
                     break;
                 }
             }
-            let ends_definition = self.depth == 0 && self.started && self.peek().is_some_and(|c| c != '|');
+            let ends_definition =
+                self.depth == 0 && self.started && self.peek().is_some_and(|c| c != '|');
             if ends_definition {
                 return Some(Ok((start, Tok::Newline, start + 1)));
             }
@@ -357,9 +424,16 @@ impl<'a> Iterator for Lexer<'a> {
         };
         match c {
             'a'..='z' | 'A'..='Z' | '_' => {
-                let len = self.rest().find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(self.rest().len());
+                let len = self
+                    .rest()
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(self.rest().len());
                 let name = &self.rest()[..len];
-                let tok = if is_terminal_name(name) { Tok::TermName(name) } else { Tok::RuleName(name) };
+                let tok = if is_terminal_name(name) {
+                    Tok::TermName(name)
+                } else {
+                    Tok::RuleName(name)
+                };
                 one(self, tok, len)
             }
             '0'..='9' => self.lex_number(start),
@@ -367,7 +441,9 @@ impl<'a> Iterator for Lexer<'a> {
             '-' if self.peek_at(1).is_some_and(|c| c.is_ascii_digit()) => self.lex_number(start),
             '"' => self.lex_string(start),
             '/' => self.lex_regex(start),
-            ':' if self.peek_at(1) == Some(':') => self.unsupported(start, "parametric rules `name::param` (llguidance)"),
+            ':' if self.peek_at(1) == Some(':') => {
+                self.unsupported(start, "parametric rules `name::param` (llguidance)")
+            }
             ':' => one(self, Tok::Colon, 1),
             '|' => one(self, Tok::Pipe, 1),
             '(' => {
@@ -412,8 +488,9 @@ impl<'a> Iterator for Lexer<'a> {
                 }
             }
             '%' => {
-                let len =
-                    1 + self.rest()[1..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(self.rest().len() - 1);
+                let len = 1 + self.rest()[1..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(self.rest().len() - 1);
                 let word = &self.rest()[..len];
                 let tok = match word {
                     "%ignore" => Tok::Ignore,
@@ -428,18 +505,30 @@ impl<'a> Iterator for Lexer<'a> {
                     "%json" | "%regex" | "%lark" | "%if" => {
                         return self.err(
                             start,
-                            GrammarErrorKind::UnsupportedDirective { directive: format!("`{word}` (llguidance)") },
+                            GrammarErrorKind::UnsupportedDirective {
+                                directive: format!("`{word}` (llguidance)"),
+                            },
                         )
                     }
                     "%" => return self.lexical(start, "expected a directive name after `%`"),
-                    _ => return self.err(start, GrammarErrorKind::UnsupportedDirective { directive: format!("`{word}`") }),
+                    _ => {
+                        return self.err(
+                            start,
+                            GrammarErrorKind::UnsupportedDirective {
+                                directive: format!("`{word}`"),
+                            },
+                        )
+                    }
                 };
                 one(self, tok, len)
             }
             '&' => self.unsupported(start, "terminal intersection `&` (llguidance)"),
             '@' => self.unsupported(start, "subgrammar reference `@name` (llguidance)"),
             '<' => self.unsupported(start, "special token `<...>` (llguidance)"),
-            _ => self.lexical(start, format!("unexpected character `{}`", c.escape_debug())),
+            _ => self.lexical(
+                start,
+                format!("unexpected character `{}`", c.escape_debug()),
+            ),
         }
     }
 }
@@ -447,7 +536,10 @@ impl<'a> Iterator for Lexer<'a> {
 impl<'a> Lexer<'a> {
     fn lex_number(&mut self, start: usize) -> Option<Result<Spanned<'a>, PosError>> {
         let sign = usize::from(self.peek() == Some('-'));
-        let digits = self.rest()[sign..].bytes().take_while(u8::is_ascii_digit).count();
+        let digits = self.rest()[sign..]
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
         let end = start + sign + digits;
         let text = &self.src[start..end];
         self.pos = end;
@@ -471,7 +563,12 @@ pub fn decode_string(body: &str, body_pos: usize) -> Result<String, PosError> {
             continue;
         }
         let Some((_, e)) = chars.next() else {
-            return Err(PosError::new(body_pos + i, GrammarErrorKind::InvalidEscape { escape: "\\".into() }));
+            return Err(PosError::new(
+                body_pos + i,
+                GrammarErrorKind::InvalidEscape {
+                    escape: "\\".into(),
+                },
+            ));
         };
         let hex_len = match e {
             '\\' => {
@@ -507,14 +604,28 @@ pub fn decode_string(body: &str, body_pos: usize) -> Result<String, PosError> {
                 continue;
             }
         };
-        let digits: String = (0..hex_len).filter_map(|_| chars.next_if(|(_, c)| c.is_ascii_hexdigit()).map(|(_, c)| c)).collect();
-        let value = if digits.len() == hex_len { u32::from_str_radix(&digits, 16).ok().and_then(char::from_u32) } else { None };
+        let digits: String = (0..hex_len)
+            .filter_map(|_| {
+                chars
+                    .next_if(|(_, c)| c.is_ascii_hexdigit())
+                    .map(|(_, c)| c)
+            })
+            .collect();
+        let value = if digits.len() == hex_len {
+            u32::from_str_radix(&digits, 16)
+                .ok()
+                .and_then(char::from_u32)
+        } else {
+            None
+        };
         match value {
             Some(ch) => out.push(ch),
             None => {
                 return Err(PosError::new(
                     body_pos + i,
-                    GrammarErrorKind::InvalidEscape { escape: format!("\\{e}{digits}") },
+                    GrammarErrorKind::InvalidEscape {
+                        escape: format!("\\{e}{digits}"),
+                    },
                 ))
             }
         }
@@ -570,8 +681,14 @@ mod tests {
                 Tok::Arrow,
                 Tok::RuleName("y"),
                 Tok::Repeat(RepeatSpec { min: 2, max: None }),
-                Tok::Repeat(RepeatSpec { min: 0, max: Some(5) }),
-                Tok::Repeat(RepeatSpec { min: 3, max: Some(3) }),
+                Tok::Repeat(RepeatSpec {
+                    min: 0,
+                    max: Some(5)
+                }),
+                Tok::Repeat(RepeatSpec {
+                    min: 3,
+                    max: Some(3)
+                }),
                 Tok::LBrace,
                 Tok::RuleName("x"),
                 Tok::RBrace,
@@ -595,11 +712,32 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // `[/]` is not special to Lark's lexer: the `/` inside the class ends the regex.
-        assert_eq!(t[1], Tok::Regex(RegexLit { body: r"a\/b[", flags: "", text: r"/a\/b[/" }));
+        assert_eq!(
+            t[1],
+            Tok::Regex(RegexLit {
+                body: r"a\/b[",
+                flags: "",
+                text: r"/a\/b[/"
+            })
+        );
         assert_eq!(t[2], Tok::RBracket);
-        assert_eq!(t[3], Tok::Regex(RegexLit { body: "x", flags: "is", text: "/x/is" }));
+        assert_eq!(
+            t[3],
+            Tok::Regex(RegexLit {
+                body: "x",
+                flags: "is",
+                text: "/x/is"
+            })
+        );
         // Like Lark, only `imslux` are flags: `/y/ly` is a regex with flag `l` and a name.
-        assert_eq!(t[4], Tok::Regex(RegexLit { body: "y", flags: "l", text: "/y/l" }));
+        assert_eq!(
+            t[4],
+            Tok::Regex(RegexLit {
+                body: "y",
+                flags: "l",
+                text: "/y/l"
+            })
+        );
         assert_eq!(t[5], Tok::RuleName("y"));
     }
 
@@ -610,7 +748,12 @@ mod tests {
         assert!(matches!(e.kind, GrammarErrorKind::Lexical { .. }));
         let e = Lexer::new("a: \"\\xZZ\"").find_map(Result::err).unwrap();
         assert_eq!(e.pos, 4);
-        assert_eq!(e.kind, GrammarErrorKind::InvalidEscape { escape: "\\x".into() });
+        assert_eq!(
+            e.kind,
+            GrammarErrorKind::InvalidEscape {
+                escape: "\\x".into()
+            }
+        );
         let e = Lexer::new("start: %json {}").find_map(Result::err).unwrap();
         assert_eq!(e.pos, 7);
         assert!(e.kind.is_unsupported());

@@ -142,3 +142,66 @@ fn place(
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Helpers for the corpus / shipped-grammar / matcher tests.
+
+/// Parses, normalizes and lexes a shipped grammar `grammars/<name>.lark`.
+pub fn shipped_grammar(name: &str) -> stackmask_compiler::pipeline::LexedGrammar {
+    let path = workspace().join("grammars").join(format!("{name}.lark"));
+    stackmask_compiler::pipeline::lex_grammar_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A reference engine (no vocabulary needed for byte-level recognition: the `bytes`
+/// tokenizer is cheap) for a lexed grammar and tokenizer spec.
+pub fn engine_for(lexed: &stackmask_compiler::pipeline::LexedGrammar, spec: &str) -> stackmask_runtime::reference::ReferenceEngine {
+    let tok = stackmask_compiler::vocab::load_tokenizer(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    stackmask_compiler::pipeline::reference_engine(lexed, &tok).unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+/// Whether `bytes` is a sentence, by a fresh recognizer: all bytes pushed and accepting.
+/// On rejection, returns the offset of the first refused byte (`Err(len)` if every byte
+/// was a viable prefix but the whole is not a sentence).
+pub fn recognize(engine: &stackmask_runtime::reference::ReferenceEngine, bytes: &[u8]) -> Result<(), usize> {
+    use stackmask_runtime::ByteRecognizer;
+    let mut rec = engine.recognizer();
+    for (i, &b) in bytes.iter().enumerate() {
+        if !rec.push_byte(b) {
+            return Err(i);
+        }
+    }
+    if rec.is_accepting() {
+        Ok(())
+    } else {
+        Err(bytes.len())
+    }
+}
+
+/// Sorted file paths in `dir` (files only, not recursive).
+pub fn files_in(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Whether token `id` is set in a little-endian `u32` mask.
+pub fn mask_has(mask: &[u32], id: u32) -> bool {
+    mask[id as usize / 32] >> (id % 32) & 1 == 1
+}
+
+/// The set token ids of a mask.
+pub fn mask_ids(mask: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, &word) in mask.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            out.push((w * 32) as u32 + bits.trailing_zeros());
+            bits &= bits - 1;
+        }
+    }
+    out
+}

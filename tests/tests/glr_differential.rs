@@ -1,0 +1,182 @@
+//! The GLR parser against the reference engine and brute force.
+//!
+//! Random finite grammars (as in `reference_bruteforce.rs`, but with recursion
+//! allowed here, since the reference is the oracle) and the shipped grammars with
+//! their samples: every prefix, random byte mutations, acceptance, and pop/push
+//! round trips must agree byte for byte.
+
+mod common;
+
+use common::{strings, workspace, Rng};
+use stackmask_compiler::lexer::compile_terminal;
+use stackmask_compiler::pipeline::{self, CompileError, LexedGrammar};
+use stackmask_formats::{Grammar, Nonterminal, Rule, Symbol, Terminal, TokenKind, Vocabulary};
+use stackmask_runtime::glr::{GlrRecognizer, GlrState};
+use stackmask_runtime::reference::ReferenceEngine;
+use stackmask_runtime::ByteRecognizer;
+
+const TERMINALS: &[&str] = &["a", "b", "ab", "ba", "aa", "[ab]", "[ab]{1,2}", "a{1,2}", "b[ab]?", "c", "a|bc", "a+", "[ab]+", "b*a", "(ab)+", "c[ab]*"];
+
+fn random_grammar(rng: &mut Rng) -> Grammar {
+    let nt = 1 + rng.below(4);
+    let nterm = 1 + rng.below(4);
+    let mut terminals: Vec<Terminal> = (0..nterm)
+        .map(|i| Terminal { name: format!("T{i}"), regex: TERMINALS[rng.below(TERMINALS.len())].into(), lazy: rng.chance(10), priority: 0, defined_at: None })
+        .collect();
+    let mut ignore = Vec::new();
+    if rng.chance(30) {
+        terminals.push(Terminal { name: "IGN".into(), regex: ["c", "c+", " "][rng.below(3)].into(), lazy: false, priority: 0, defined_at: None });
+        ignore.push(nterm as u32);
+    }
+    let mut rules = Vec::new();
+    for lhs in 0..nt as u32 {
+        for alt in 0..1 + rng.below(3) {
+            let len = if alt == 0 { 1 + rng.below(2) } else { rng.below(4) };
+            let rhs = (0..len)
+                .map(|_| if alt > 0 && rng.chance(45) { Symbol::Nonterminal(rng.below(nt) as u32) } else { Symbol::Terminal(rng.below(nterm) as u32) })
+                .collect();
+            rules.push(Rule { lhs, rhs });
+        }
+    }
+    Grammar {
+        source_name: "random".into(),
+        terminals,
+        nonterminals: (0..nt).map(|i| Nonterminal { name: format!("n{i}") }).collect(),
+        rules,
+        start: 0,
+        ignore,
+        allow_initial_skip: rng.chance(20),
+    }
+}
+
+fn tiny_vocab() -> Vocabulary {
+    let entries = vec![Some((b"a".to_vec(), TokenKind::Normal)), Some((b"<eos>".to_vec(), TokenKind::Special))];
+    Vocabulary::from_entries("tiny", entries, 1)
+}
+
+/// Pushes `input` byte by byte into both engines, comparing acceptance of each byte
+/// and `is_accepting` after each; returns how many bytes were accepted.
+fn compare(reference: &mut dyn ByteRecognizer, glr: &mut dyn ByteRecognizer, input: &[u8], what: &dyn Fn() -> String) -> usize {
+    let mut n = 0;
+    assert_eq!(glr.is_accepting(), reference.is_accepting(), "acceptance of the empty input; {}", what());
+    for &b in input {
+        let r = reference.push_byte(b);
+        let g = glr.push_byte(b);
+        assert_eq!(g, r, "byte {n} ({:?}) of {:?}; {}", b as char, String::from_utf8_lossy(input), what());
+        if !r {
+            break;
+        }
+        n += 1;
+        assert_eq!(glr.is_accepting(), reference.is_accepting(), "acceptance after {:?}; {}", String::from_utf8_lossy(&input[..n]), what());
+    }
+    n
+}
+
+#[test]
+fn glr_matches_reference_on_random_grammars() {
+    let cases = std::env::var("STACKMASK_GLR_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(400);
+    let (mut compared, mut refused) = (0, 0);
+    for case in 0..cases {
+        let mut rng = Rng(0xdead_beef ^ (case as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let g = random_grammar(&mut rng);
+        let dfas = g.terminals.iter().map(|t| compile_terminal(&t.regex).unwrap()).collect::<Vec<_>>();
+        let lexed = LexedGrammar { grammar: g.clone(), dfas: dfas.clone() };
+        let compiled = match pipeline::compile_parser(&lexed, 100_000) {
+            Ok(c) => c,
+            Err(CompileError::DeadEnd(_)) => {
+                refused += 1;
+                continue;
+            }
+            Err(e) => panic!("case {case}: {e}"),
+        };
+        let tables = compiled.tables.view();
+        tables.validate().unwrap();
+        let vocab = tiny_vocab();
+        let trie = stackmask_compiler::vocab::build_trie(&vocab);
+        let engine = ReferenceEngine::new(&g, dfas, vocab, trie).unwrap();
+        let mut reference = engine.recognizer();
+        let mut state = GlrState::new(&tables);
+        let what = || format!("case {case}: {g:#?}");
+        for w in strings(b"abc ", 5) {
+            let mut glr = GlrRecognizer { tables, state: &mut state };
+            let n = compare(&mut reference, &mut glr, &w, &what);
+            reference.pop_bytes(n);
+            glr.pop_bytes(n);
+            assert_eq!(glr.bytes_consumed(), 0);
+        }
+        compared += 1;
+    }
+    eprintln!("{compared} grammars compared, {refused} refused by the dead-end check");
+    assert!(compared > cases / 2, "too many grammars refused: {refused}");
+}
+
+fn lexed_shipped(name: &str) -> LexedGrammar {
+    pipeline::lex_grammar_file(&workspace().join("grammars").join(format!("{name}.lark"))).unwrap()
+}
+
+fn samples(name: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = workspace().join("grammars/samples").join(name);
+    let mut out = Vec::new();
+    for sub in [dir.clone(), dir.join("invalid")] {
+        let Ok(entries) = std::fs::read_dir(&sub) else { continue };
+        for e in entries.flatten() {
+            if e.path().is_file() {
+                out.push((e.path().display().to_string(), std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn glr_matches_reference_on_shipped_grammars() {
+    for name in ["json", "expr", "sql", "c"] {
+        let lexed = lexed_shipped(name);
+        let compiled = pipeline::compile_parser(&lexed, 200_000).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tables = compiled.tables.view();
+        tables.validate().unwrap();
+        let vocab = tiny_vocab();
+        let trie = stackmask_compiler::vocab::build_trie(&vocab);
+        let engine = ReferenceEngine::new(&lexed.grammar, lexed.dfas.clone(), vocab, trie).unwrap();
+        let mut rng = Rng(0x5eed ^ name.len() as u64);
+        for (path, doc) in samples(name) {
+            let mut reference = engine.recognizer();
+            let mut state = GlrState::new(&tables);
+            let mut glr = GlrRecognizer { tables, state: &mut state };
+            let what = || format!("{path}");
+            let n = compare(&mut reference, &mut glr, &doc, &what);
+            // Mutations: from random points, pop back and push a mutated tail.
+            for _ in 0..30 {
+                if n == 0 {
+                    break;
+                }
+                let at = rng.below(n);
+                let consumed = reference.bytes_consumed();
+                if consumed > at {
+                    reference.pop_bytes(consumed - at);
+                    glr.pop_bytes(consumed - at);
+                } else {
+                    assert!(reference.push_bytes(&doc[consumed..at]) && glr.push_bytes(&doc[consumed..at]), "{path}: re-push");
+                }
+                let mut tail: Vec<u8> = doc[at..doc.len().min(at + 40)].to_vec();
+                for _ in 0..1 + rng.below(3) {
+                    if tail.is_empty() {
+                        break;
+                    }
+                    let i = rng.below(tail.len());
+                    match rng.below(3) {
+                        0 => tail[i] = b" \n{}[](),;:\"'+-*/=<>!&|0123456789abcxyzSELECTselectint"[rng.below(52)],
+                        1 => {
+                            tail.remove(i);
+                        }
+                        _ => tail.insert(i, doc[rng.below(doc.len())]),
+                    }
+                }
+                let pushed = compare(&mut reference, &mut glr, &tail, &what);
+                reference.pop_bytes(pushed);
+                glr.pop_bytes(pushed);
+            }
+        }
+    }
+}
