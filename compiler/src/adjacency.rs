@@ -110,9 +110,18 @@ fn allowed_first(e: &ByteSet, ign: &[Vec<Vec<ByteSet>>]) -> ByteSet {
 pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError> {
     let follow = terminal_follow(g);
     let n = g.terminals.len();
-    let firsts: Vec<ByteSet> = dfas.iter().map(|d| std::array::from_fn(|b| d.extends(d.start, b as u8))).collect();
+    let firsts: Vec<ByteSet> = dfas
+        .iter()
+        .map(|d| std::array::from_fn(|b| d.extends(d.start, b as u8)))
+        .collect();
     let ign = ignore_exits(g, dfas);
-    let mut any_follow: Vec<u32> = (0..n).flat_map(|t| members(&follow[t]).filter(|&u| (u as usize) < n).collect::<Vec<_>>()).collect();
+    let mut any_follow: Vec<u32> = (0..n)
+        .flat_map(|t| {
+            members(&follow[t])
+                .filter(|&u| (u as usize) < n)
+                .collect::<Vec<_>>()
+        })
+        .collect();
     if g.allow_initial_skip {
         let first = FirstSets::new(g, &[], g.nonterminals.len());
         any_follow.extend(members(&first.first[g.start as usize]).filter(|&u| (u as usize) < n));
@@ -121,18 +130,29 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         // Ignore lexemes are optional, so only non-ignore followers can be blocked in a
         // way that matters; after an ignore lexeme, anything that follows some lexeme
         // (or starts the input, with allow_initial_skip) may come.
-        let mut next: Vec<u32> = if g.is_ignore(t as u32) { any_follow.clone() } else { members(&follow[t]).filter(|&u| (u as usize) < n).collect() };
+        let mut next: Vec<u32> = if g.is_ignore(t as u32) {
+            any_follow.clone()
+        } else {
+            members(&follow[t]).filter(|&u| (u as usize) < n).collect()
+        };
         next.retain(|&u| !g.is_ignore(u));
         next.sort_unstable();
         next.dedup();
         let d = &dfas[t];
         let lazy = g.terminals[t].lazy;
         let states = d.num_states();
-        let af: Vec<Option<ByteSet>> =
-            (0..states as u32).map(|q| d.is_accepting(q).then(|| allowed_first(&exit_bytes(d, q, lazy), &ign))).collect();
+        let af: Vec<Option<ByteSet>> = (0..states as u32)
+            .map(|q| {
+                d.is_accepting(q)
+                    .then(|| allowed_first(&exit_bytes(d, q, lazy), &ign))
+            })
+            .collect();
         for &u in &next {
             let fu = &firsts[u as usize];
-            let mut good: Vec<bool> = af.iter().map(|a| a.as_ref().is_some_and(|a| (0..256).any(|b| a[b] && fu[b]))).collect();
+            let mut good: Vec<bool> = af
+                .iter()
+                .map(|a| a.as_ref().is_some_and(|a| (0..256).any(|b| a[b] && fu[b])))
+                .collect();
             let mut changed = true;
             while changed {
                 changed = false;

@@ -17,7 +17,11 @@ pub fn union_into(a: &mut TerminalSet, b: &TerminalSet) -> bool {
 
 /// Members of a terminal set.
 pub fn members(s: &TerminalSet) -> impl Iterator<Item = u32> + '_ {
-    s.iter().enumerate().flat_map(|(w, &word)| (0..64).filter(move |i| word >> i & 1 != 0).map(move |i| (w * 64 + i) as u32))
+    s.iter().enumerate().flat_map(|(w, &word)| {
+        (0..64)
+            .filter(move |i| word >> i & 1 != 0)
+            .map(move |i| (w * 64 + i) as u32)
+    })
 }
 
 /// FIRST sets and nullability of every nonterminal.
@@ -38,19 +42,31 @@ impl FirstSets {
         let words = (g.terminals.len() + 1).div_ceil(64);
         let mut nullable = g.nullable_nonterminals();
         nullable.resize(num_nonterminals, false);
-        let rules: Vec<(u32, &[Symbol])> =
-            g.rules.iter().map(|r| (r.lhs, r.rhs.as_slice())).chain(extra.iter().map(|(l, r)| (*l, r.as_slice()))).collect();
+        let rules: Vec<(u32, &[Symbol])> = g
+            .rules
+            .iter()
+            .map(|r| (r.lhs, r.rhs.as_slice()))
+            .chain(extra.iter().map(|(l, r)| (*l, r.as_slice())))
+            .collect();
         let mut changed = true;
         while changed {
             changed = false;
             for &(lhs, rhs) in &rules {
-                if !nullable[lhs as usize] && rhs.iter().all(|s| matches!(s, Symbol::Nonterminal(n) if nullable[*n as usize])) {
+                if !nullable[lhs as usize]
+                    && rhs
+                        .iter()
+                        .all(|s| matches!(s, Symbol::Nonterminal(n) if nullable[*n as usize]))
+                {
                     nullable[lhs as usize] = true;
                     changed = true;
                 }
             }
         }
-        let mut sets = FirstSets { words, first: vec![vec![0; words]; num_nonterminals], nullable };
+        let mut sets = FirstSets {
+            words,
+            first: vec![vec![0; words]; num_nonterminals],
+            nullable,
+        };
         let mut changed = true;
         while changed {
             changed = false;

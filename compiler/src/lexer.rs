@@ -154,13 +154,18 @@ fn fold_dead_states(mut trans: Vec<u32>, accepting: &[bool], start: u32) -> Byte
     }
     let flags = (0..n)
         .map(|s| {
-            (if accepting[s] { ByteDfa::ACCEPTING } else { 0 }) | (if live[s] { ByteDfa::LIVE } else { 0 })
+            (if accepting[s] { ByteDfa::ACCEPTING } else { 0 })
+                | (if live[s] { ByteDfa::LIVE } else { 0 })
         })
         .collect();
     // A start state that cannot reach a match leaves an empty language; keep it as the
     // (non-live) start so callers see a terminal that never matches.
     let start = if live[start as usize] { start } else { 0 };
-    ByteDfa { start, trans, flags }
+    ByteDfa {
+        start,
+        trans,
+        flags,
+    }
 }
 
 fn build_error(regex: &str, e: &BuildError) -> LexerErrorKind {
@@ -171,8 +176,14 @@ fn build_error(regex: &str, e: &BuildError) -> LexerErrorKind {
         };
     }
     let msg = e.to_string();
-    let source = std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default();
-    let full = if source.is_empty() { msg } else { format!("{msg}: {source}") };
+    let source = std::error::Error::source(e)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    let full = if source.is_empty() {
+        msg
+    } else {
+        format!("{msg}: {source}")
+    };
     if regex.contains("(?=") || regex.contains("(?!") {
         LexerErrorKind::Unsupported("lookahead".into())
     } else if regex.contains("(?<=") || regex.contains("(?<!") {
@@ -252,8 +263,14 @@ mod tests {
 
     #[test]
     fn lookaround_is_named() {
-        assert_eq!(compile_terminal("a(?=b)"), Err(LexerErrorKind::Unsupported("lookahead".into())));
-        assert_eq!(compile_terminal("(?<!b)a"), Err(LexerErrorKind::Unsupported("lookbehind".into())));
+        assert_eq!(
+            compile_terminal("a(?=b)"),
+            Err(LexerErrorKind::Unsupported("lookahead".into()))
+        );
+        assert_eq!(
+            compile_terminal("(?<!b)a"),
+            Err(LexerErrorKind::Unsupported("lookbehind".into()))
+        );
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! [`lexer`] (terminal regexes → byte DFAs), [`vocab`] (tokenizers → vocabulary and
 //! token trie).
 
-pub mod frontend;
 pub mod adjacency;
 pub mod analysis;
+pub mod artifact;
+pub mod frontend;
 pub mod lexer;
 pub mod lr;
 pub mod pipeline;

@@ -1,15 +1,29 @@
 //! `stackmask`: the command-line tool (DESIGN.md §4).
+//!
+//! Exit codes: 0 success; 1 the input was checked and is not accepted (a token not
+//! in its mask, a document that is not a sentence, masks that disagree); 2 usage
+//! errors, unreadable files, invalid grammars or artifacts.
 
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
 use stackmask_compiler::pipeline::{self, LexedGrammar};
-use stackmask_compiler::vocab;
+use stackmask_compiler::{lr, vocab};
+use stackmask_formats::artifact::{AlignedBytes, Artifact};
 use stackmask_runtime::reference::ReferenceMatcher;
-use std::path::PathBuf;
+use stackmask_runtime::{Engine, Matcher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "stackmask", version, about = "Grammar-constrained decoding: compile grammars to token-mask tables")]
+#[command(
+    name = "stackmask",
+    version,
+    about = "Grammar-constrained decoding: compile grammars to token-mask tables"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -17,31 +31,63 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Parse and normalize a grammar, print a summary.
+    /// Parse and normalize a grammar, print a summary and the LR conflicts (GLR forks).
     Check {
         /// The grammar (.lark).
         grammar: PathBuf,
     },
-    /// Tokenize a document canonically and check, step by step, that every next token
-    /// is in the mask, and that EOS is allowed at the end.
-    Trace {
+    /// Compile a grammar for a tokenizer into an artifact (.smask).
+    Compile {
         /// The grammar (.lark).
-        #[arg(long)]
         grammar: PathBuf,
         /// Tokenizer: tiktoken:o200k_base | tiktoken:cl100k_base | hf:PATH/tokenizer.json | bytes.
         #[arg(long)]
         tokenizer: String,
+        /// Output file.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Limit on LR(1) states; compilation stops with an error past it.
+        #[arg(long, default_value_t = lr::DEFAULT_MAX_STATES)]
+        max_lr_states: usize,
+    },
+    /// Print what an artifact contains: sizes, states, hashes.
+    Inspect {
+        /// The artifact.
+        artifact: PathBuf,
+    },
+    /// Exit 0 if FILE is a sentence of the artifact's grammar; else exit 1 with where it fails.
+    Validate {
+        /// The artifact.
+        artifact: PathBuf,
+        /// The document.
+        file: PathBuf,
+    },
+    /// Tokenize a document canonically and check, step by step, that every next token
+    /// is in the mask, and that EOS is allowed at the end. Runs the compiled path on an
+    /// ARTIFACT, or the reference path on --grammar and --tokenizer.
+    Trace {
+        /// The artifact (compiled path).
+        artifact: Option<PathBuf>,
+        /// The grammar (.lark), for the reference path without an artifact.
+        #[arg(long, conflicts_with = "artifact", requires = "tokenizer")]
+        grammar: Option<PathBuf>,
+        /// Tokenizer spec; with an artifact, defaults to the one it was compiled for.
+        #[arg(long)]
+        tokenizer: Option<String>,
         /// The document.
         #[arg(long)]
         text: PathBuf,
         /// Print one JSON line per step (DESIGN.md §4).
         #[arg(long)]
         jsonl: bool,
+        /// With an artifact: also compute every mask on the embedded reference path and
+        /// fail on the first difference.
+        #[arg(long, requires = "artifact")]
+        check_reference: bool,
     },
 }
 
-/// A failure, with the exit code it maps to (1: the input is not accepted, 2: usage or
-/// unreadable input).
+/// A failure and its exit code.
 struct Failure {
     code: u8,
     message: String,
@@ -49,15 +95,57 @@ struct Failure {
 
 impl<E: std::fmt::Display> From<E> for Failure {
     fn from(e: E) -> Self {
-        Failure { code: 2, message: e.to_string() }
+        Failure {
+            code: 2,
+            message: e.to_string(),
+        }
     }
+}
+
+fn rejected(message: String) -> Failure {
+    Failure { code: 1, message }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the program quietly.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    };
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { grammar } => check(&grammar),
-        Command::Trace { grammar, tokenizer, text, jsonl } => trace(&grammar, &tokenizer, &text, jsonl),
+        Command::Compile {
+            grammar,
+            tokenizer,
+            output,
+            max_lr_states,
+        } => compile(&grammar, &tokenizer, &output, max_lr_states),
+        Command::Inspect { artifact } => inspect(&artifact),
+        Command::Validate { artifact, file } => validate(&artifact, &file),
+        Command::Trace {
+            artifact,
+            grammar,
+            tokenizer,
+            text,
+            jsonl,
+            check_reference,
+        } => match (artifact, grammar) {
+            (Some(a), None) => {
+                trace_artifact(&a, tokenizer.as_deref(), &text, jsonl, check_reference)
+            }
+            (None, Some(g)) => {
+                trace_reference(&g, tokenizer.as_deref().unwrap_or_default(), &text, jsonl)
+            }
+            _ => Err(Failure {
+                code: 2,
+                message: "trace needs an ARTIFACT, or --grammar and --tokenizer".into(),
+            }),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -68,11 +156,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn check(path: &std::path::Path) -> Result<(), Failure> {
+fn check(path: &Path) -> Result<(), Failure> {
     let LexedGrammar { grammar, dfas } = pipeline::lex_grammar_file(path)?;
     let nullable = grammar.nullable_nonterminals();
-    println!("{}: ok", path.display());
-    println!(
+    out!("{}: ok", path.display());
+    out!(
         "  {} terminals ({} ignored, {} lazy), {} nonterminals ({} nullable), {} rules, start {}",
         grammar.terminals.len(),
         grammar.ignore.len(),
@@ -83,7 +171,7 @@ fn check(path: &std::path::Path) -> Result<(), Failure> {
         grammar.nonterminals[grammar.start as usize].name,
     );
     let states: usize = dfas.iter().map(|d| d.num_states()).sum();
-    println!("  lexer: {states} DFA states over {} terminals", dfas.len());
+    out!("  lexer: {states} DFA states over {} terminals", dfas.len());
     for (i, (t, d)) in grammar.terminals.iter().zip(&dfas).enumerate() {
         let mut tags = Vec::new();
         if grammar.is_ignore(i as u32) {
@@ -92,12 +180,174 @@ fn check(path: &std::path::Path) -> Result<(), Failure> {
         if t.lazy {
             tags.push("lazy");
         }
-        println!("    {:<24} {:>6} states  {}", t.name, d.num_states(), tags.join(","));
+        out!(
+            "    {:<24} {:>6} states  {}",
+            t.name,
+            d.num_states(),
+            tags.join(",")
+        );
+    }
+    let lexed = LexedGrammar { grammar, dfas };
+    let started = Instant::now();
+    match pipeline::compile_parser(&lexed, lr::DEFAULT_MAX_STATES) {
+        Ok(compiled) => {
+            let t = &compiled.tables.lr;
+            out!(
+                "  LR(1): {} states, {} actions, built in {:.1} ms; {} conflicting cells (GLR forks){}",
+                t.num_states,
+                t.actions.len(),
+                started.elapsed().as_secs_f64() * 1e3,
+                compiled.automaton.conflicts.len(),
+                if compiled.automaton.conflicts.is_empty() { "" } else { ":" }
+            );
+            let report = compiled.automaton.conflict_report(&lexed.grammar);
+            if !report.is_empty() {
+                out!("{}", report.trim_end());
+            }
+        }
+        Err(e) => out!("  compiled path: {e}"),
     }
     Ok(())
 }
 
-/// FNV-1a 64 over the ascending allowed token ids, each as 4 little-endian bytes.
+fn spinner(msg: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_message(msg.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}
+
+fn compile(path: &Path, spec: &str, output: &Path, max_lr_states: usize) -> Result<(), Failure> {
+    let started = Instant::now();
+    let source = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bar = spinner("front end and lexer");
+    let lexed = pipeline::lex_grammar_source(&source, &path.display().to_string())?;
+    bar.set_message("LR(1) automaton");
+    let compiled = pipeline::compile_parser(&lexed, max_lr_states)?;
+    bar.set_message(format!("tokenizer {spec}"));
+    let tokenizer = vocab::load_tokenizer(spec)?;
+    bar.set_message("token trie");
+    let trie = vocab::build_trie(&tokenizer.vocab);
+    bar.set_message("writing");
+    let inputs = ArtifactInputs {
+        grammar_source: &source,
+        grammar_name: &path.display().to_string(),
+        tokenizer: spec,
+        vocab: &tokenizer.vocab,
+        trie: &trie,
+    };
+    let bytes = build_artifact(&lexed, &compiled, &inputs)?;
+    write_atomically(output, &bytes)?;
+    bar.finish_and_clear();
+    let lr = &compiled.tables.lr;
+    out!(
+        "{} → {}: {:.2} MB in {:.2} s\n  {} terminals, {} LR(1) states, {} GLR forks, {} DFA states, {} tokens, {} trie nodes",
+        path.display(),
+        output.display(),
+        bytes.len() as f64 / 1e6,
+        started.elapsed().as_secs_f64(),
+        lexed.grammar.terminals.len(),
+        lr.num_states,
+        compiled.automaton.conflicts.len(),
+        compiled.tables.dfa_flags.len(),
+        tokenizer.vocab.len(),
+        trie.nodes.len()
+    );
+    Ok(())
+}
+
+/// Writes through a temporary file and a rename, so readers never see half a file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let tmp = path.with_extension("smask.tmp");
+    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
+}
+
+fn inspect(path: &Path) -> Result<(), Failure> {
+    let bytes = AlignedBytes::read_file(path)?;
+    let artifact = Artifact::parse(bytes.as_bytes())?;
+    let engine = Engine::from_bytes(bytes.clone())?;
+    let m = engine.meta();
+    out!(
+        "{}: stackmask artifact v{} ({:.2} MB), written by stackmask {}",
+        path.display(),
+        artifact.version(),
+        bytes.len() as f64 / 1e6,
+        m.stackmask_version
+    );
+    out!(
+        "  grammar   {} (hash {:016x})",
+        m.grammar_name,
+        artifact.grammar_hash()
+    );
+    out!(
+        "  tokenizer {} (hash {:016x}): {} ids, EOS {}",
+        m.tokenizer,
+        artifact.vocab_hash(),
+        m.vocab_len,
+        m.eos
+    );
+    out!(
+        "  {} terminals, {} nonterminals, {} rules; {} LR(1) states, {} GLR forks; {} lexer DFA states",
+        m.grammar.terminals.len(),
+        m.grammar.nonterminals.len(),
+        m.grammar.rules.len(),
+        m.num_states,
+        m.conflicts,
+        engine.tables().dfa_flags.len()
+    );
+    out!("  sections:");
+    for s in artifact.sections() {
+        out!(
+            "    {:<8} {:>12} bytes at offset {}",
+            s.kind.to_string(),
+            s.len,
+            s.offset
+        );
+    }
+    Ok(())
+}
+
+fn line_col(text: &[u8], offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = before.len()
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1)
+        + 1;
+    (line, col)
+}
+
+fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
+    let engine = Arc::new(Engine::load(artifact)?);
+    let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut m = Matcher::new(engine);
+    match m.commit_bytes(&text) {
+        Err(stackmask_runtime::MatchError::RejectedBytes { offset }) => {
+            let (line, col) = line_col(&text, offset);
+            Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]))))
+        }
+        Err(e) => Err(e.into()),
+        Ok(()) if m.is_accepting() => {
+            out!("{}: ok ({} bytes)", file.display(), text.len());
+            Ok(())
+        }
+        Ok(()) => Err(rejected(format!(
+            "{}: incomplete: every byte is allowed but the text stops before a sentence ends",
+            file.display()
+        ))),
+    }
+}
+
+/// FNV-1a 64 over the ascending allowed token ids, each as 4 little-endian bytes
+/// (DESIGN.md §4), and the number of allowed tokens.
 fn mask_hash(mask: &[u32]) -> (u64, usize) {
     let mut h: u64 = 0xcbf29ce484222325;
     let mut count = 0;
@@ -116,33 +366,47 @@ fn mask_hash(mask: &[u32]) -> (u64, usize) {
     (h, count)
 }
 
-fn trace(grammar: &std::path::Path, spec: &str, text: &std::path::Path, jsonl: bool) -> Result<(), Failure> {
-    let lexed = pipeline::lex_grammar_file(grammar)?;
-    let tokenizer = vocab::load_tokenizer(spec)?;
+/// The token-by-token loop shared by both paths: `mask` fills the mask for the
+/// current step, `commit` commits a token.
+fn run_trace(
+    tokenizer: &vocab::Tokenizer,
+    text: &Path,
+    jsonl: bool,
+    mask_words: usize,
+    mut mask: impl FnMut(&mut [u32]) -> Result<(), Failure>,
+    mut commit: impl FnMut(u32) -> Result<(), String>,
+) -> Result<(), Failure> {
     let bytes = std::fs::read(text).map_err(|e| format!("{}: {e}", text.display()))?;
     let tokens = tokenizer.encode(&bytes)?;
-    let engine = Arc::new(pipeline::reference_engine(&lexed, &tokenizer)?);
-    let mut matcher = ReferenceMatcher::new(engine);
     let eos = tokenizer.eos();
-    let mut mask = vec![0u32; tokenizer.vocab.mask_words()];
-    let started = std::time::Instant::now();
+    let mut buf = vec![0u32; mask_words];
+    let started = Instant::now();
     for (step, &token) in tokens.iter().chain(std::iter::once(&eos)).enumerate() {
-        matcher.fill_mask(&mut mask);
-        let (hash, allowed) = mask_hash(&mask);
+        mask(&mut buf)?;
+        let (hash, allowed) = mask_hash(&buf);
         if jsonl {
-            println!("{{\"step\":{step},\"token\":{token},\"allowed\":{allowed},\"hash\":\"{hash:016x}\"}}");
+            out!("{{\"step\":{step},\"token\":{token},\"allowed\":{allowed},\"hash\":\"{hash:016x}\"}}");
         }
-        if mask[token as usize / 32] & (1 << (token % 32)) == 0 {
-            let what = if token == eos { "EOS".to_string() } else { format!("token {token} {:?}", String::from_utf8_lossy(tokenizer.vocab.token_bytes(token))) };
-            return Err(Failure {
-                code: 1,
-                message: format!("step {step}: {what} is not in the mask ({allowed} tokens allowed) after {} bytes", matcher.bytes_consumed()),
-            });
+        if buf
+            .get(token as usize / 32)
+            .is_none_or(|w| w & (1 << (token % 32)) == 0)
+        {
+            let what = if token == eos {
+                "EOS".to_string()
+            } else {
+                format!(
+                    "token {token} {:?}",
+                    String::from_utf8_lossy(tokenizer.vocab.token_bytes(token))
+                )
+            };
+            return Err(rejected(format!(
+                "step {step}: {what} is not in the mask ({allowed} tokens allowed)"
+            )));
         }
-        matcher.commit(token).map_err(|e| Failure { code: 1, message: format!("step {step}: {e}") })?;
+        commit(token).map_err(|e| rejected(format!("step {step}: {e}")))?;
     }
     if !jsonl {
-        println!(
+        out!(
             "{}: {} tokens, every token in its mask, EOS allowed at the end ({:.1} ms)",
             text.display(),
             tokens.len(),
@@ -150,4 +414,78 @@ fn trace(grammar: &std::path::Path, spec: &str, text: &std::path::Path, jsonl: b
         );
     }
     Ok(())
+}
+
+fn trace_reference(grammar: &Path, spec: &str, text: &Path, jsonl: bool) -> Result<(), Failure> {
+    let lexed = pipeline::lex_grammar_file(grammar)?;
+    let tokenizer = vocab::load_tokenizer(spec)?;
+    let engine = Arc::new(pipeline::reference_engine(&lexed, &tokenizer)?);
+    let matcher = std::cell::RefCell::new(ReferenceMatcher::new(engine));
+    run_trace(
+        &tokenizer,
+        text,
+        jsonl,
+        tokenizer.vocab.mask_words(),
+        |m| {
+            matcher.borrow_mut().fill_mask(m);
+            Ok(())
+        },
+        |t| matcher.borrow_mut().commit(t).map_err(|e| e.to_string()),
+    )
+}
+
+fn trace_artifact(
+    artifact: &Path,
+    spec: Option<&str>,
+    text: &Path,
+    jsonl: bool,
+    check_reference: bool,
+) -> Result<(), Failure> {
+    let engine = Arc::new(Engine::load(artifact)?);
+    let spec = spec.unwrap_or(&engine.meta().tokenizer).to_string();
+    let tokenizer = vocab::load_tokenizer(&spec)?;
+    engine.expect_vocabulary(tokenizer.vocab.content_hash())?;
+    let reference = if check_reference {
+        Some(ReferenceMatcher::new(engine.reference()?))
+    } else {
+        None
+    };
+    let state = std::cell::RefCell::new((
+        Matcher::new(engine.clone()),
+        reference,
+        vec![0u32; engine.mask_words()],
+    ));
+    let step = std::cell::Cell::new(0usize);
+    run_trace(
+        &tokenizer,
+        text,
+        jsonl,
+        engine.mask_words(),
+        |m| {
+            let (matcher, reference, other) = &mut *state.borrow_mut();
+            matcher.fill_mask(m);
+            if let Some(r) = reference {
+                r.fill_mask(other);
+                if other != m {
+                    let diff = (0..m.len() * 32)
+                        .find(|&i| (m[i / 32] ^ other[i / 32]) >> (i % 32) & 1 != 0)
+                        .unwrap_or(0);
+                    return Err(rejected(format!(
+                        "step {}: compiled and reference masks differ (first at token {diff})",
+                        step.get()
+                    )));
+                }
+            }
+            step.set(step.get() + 1);
+            Ok(())
+        },
+        |t| {
+            let (matcher, reference, _) = &mut *state.borrow_mut();
+            matcher.commit(t).map_err(|e| e.to_string())?;
+            if let Some(r) = reference {
+                r.commit(t).map_err(|e| format!("reference: {e}"))?;
+            }
+            Ok(())
+        },
+    )
 }

@@ -51,15 +51,25 @@ pub fn lex_grammar_source(source: &str, source_name: &str) -> Result<LexedGramma
 
 /// Reads a grammar file, then [`lex_grammar_source`].
 pub fn lex_grammar_file(path: &Path) -> Result<LexedGrammar, PipelineError> {
-    let source = std::fs::read_to_string(path)
-        .map_err(|source| PipelineError::Io { path: path.display().to_string(), source })?;
+    let source = std::fs::read_to_string(path).map_err(|source| PipelineError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     lex_grammar_source(&source, &path.display().to_string())
 }
 
 /// A reference engine for a lexed grammar and a loaded tokenizer.
-pub fn reference_engine(lexed: &LexedGrammar, tokenizer: &vocab::Tokenizer) -> Result<ReferenceEngine, PipelineError> {
+pub fn reference_engine(
+    lexed: &LexedGrammar,
+    tokenizer: &vocab::Tokenizer,
+) -> Result<ReferenceEngine, PipelineError> {
     let trie = vocab::build_trie(&tokenizer.vocab);
-    Ok(ReferenceEngine::new(&lexed.grammar, lexed.dfas.clone(), tokenizer.vocab.clone(), trie)?)
+    Ok(ReferenceEngine::new(
+        &lexed.grammar,
+        lexed.dfas.clone(),
+        tokenizer.vocab.clone(),
+        trie,
+    )?)
 }
 
 /// Why the compiled path refused a grammar.
@@ -83,11 +93,20 @@ pub struct CompiledParser {
 }
 
 /// Builds the compiled parser for a lexed grammar.
-pub fn compile_parser(lexed: &LexedGrammar, max_lr_states: usize) -> Result<CompiledParser, CompileError> {
+pub fn compile_parser(
+    lexed: &LexedGrammar,
+    max_lr_states: usize,
+) -> Result<CompiledParser, CompileError> {
     crate::adjacency::check_dead_ends(&lexed.grammar, &lexed.dfas)?;
     let automaton = crate::lr::build_lr(&lexed.grammar, max_lr_states)?;
     let g = &lexed.grammar;
     let lazy: Vec<bool> = g.terminals.iter().map(|t| t.lazy).collect();
-    let tables = stackmask_formats::ParserTables::new(&lexed.dfas, &lazy, &g.ignore, g.allow_initial_skip, automaton.tables.clone());
+    let tables = stackmask_formats::ParserTables::new(
+        &lexed.dfas,
+        &lazy,
+        &g.ignore,
+        g.allow_initial_skip,
+        automaton.tables.clone(),
+    );
     Ok(CompiledParser { automaton, tables })
 }

@@ -67,7 +67,11 @@ impl ByteDfa {
     pub fn validate(&self) -> Result<(), String> {
         let n = self.flags.len();
         if n == 0 || self.trans.len() != n * 256 {
-            return Err(format!("dfa: {} states but {} transitions", n, self.trans.len()));
+            return Err(format!(
+                "dfa: {} states but {} transitions",
+                n,
+                self.trans.len()
+            ));
         }
         if self.start as usize >= n {
             return Err("dfa: start state out of range".into());

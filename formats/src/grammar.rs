@@ -86,7 +86,11 @@ pub struct Grammar {
 impl Grammar {
     /// The productions whose left-hand side is `nt`, as indices into `rules`.
     pub fn rules_of(&self, nt: NonterminalId) -> impl Iterator<Item = usize> + '_ {
-        self.rules.iter().enumerate().filter(move |(_, r)| r.lhs == nt).map(|(i, _)| i)
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.lhs == nt)
+            .map(|(i, _)| i)
     }
 
     /// Whether `t` is an ignore terminal.
@@ -112,7 +116,9 @@ impl Grammar {
             changed = false;
             for r in &self.rules {
                 if !nullable[r.lhs as usize]
-                    && r.rhs.iter().all(|s| matches!(s, Symbol::Nonterminal(n) if nullable[*n as usize]))
+                    && r.rhs
+                        .iter()
+                        .all(|s| matches!(s, Symbol::Nonterminal(n) if nullable[*n as usize]))
                 {
                     nullable[r.lhs as usize] = true;
                     changed = true;

@@ -10,14 +10,17 @@
 pub mod artifact;
 pub mod dfa;
 pub mod grammar;
+pub mod layout;
 pub mod lr;
 pub mod parser;
 pub mod trie;
 pub mod vocab;
 
 pub use dfa::ByteDfa;
+pub use grammar::{
+    Grammar, Location, Nonterminal, NonterminalId, Rule, Symbol, Terminal, TerminalId,
+};
 pub use lr::{Action, LrTables};
 pub use parser::{ParserTables, TablesRef};
-pub use grammar::{Grammar, Location, Nonterminal, NonterminalId, Rule, Symbol, Terminal, TerminalId};
-pub use trie::TokenTrie;
-pub use vocab::{TokenKind, Vocabulary};
+pub use trie::{TokenTrie, TrieNode, TrieRef};
+pub use vocab::{KindsRef, TokenKind, VocabRef, Vocabulary};

@@ -138,14 +138,21 @@ pub fn validate_lr(t: LrSlices<'_>) -> Result<(), String> {
     if t.action_index.len() != cells + 1 || t.action_index[0] != 0 {
         return Err("lr: action index has the wrong length".into());
     }
-    if t.action_index.windows(2).any(|w| w[0] > w[1]) || t.action_index[cells] as usize != t.actions.len() {
+    if t.action_index.windows(2).any(|w| w[0] > w[1])
+        || t.action_index[cells] as usize != t.actions.len()
+    {
         return Err("lr: action index is not monotone or does not cover the actions".into());
     }
-    let gotos = (t.num_states as usize).checked_mul(t.num_nonterminals as usize).ok_or("lr: goto size overflows")?;
+    let gotos = (t.num_states as usize)
+        .checked_mul(t.num_nonterminals as usize)
+        .ok_or("lr: goto size overflows")?;
     if t.goto.len() != gotos {
         return Err("lr: goto table has the wrong length".into());
     }
-    if t.goto.iter().any(|&g| g != LrTables::NO_GOTO && g >= t.num_states) {
+    if t.goto
+        .iter()
+        .any(|&g| g != LrTables::NO_GOTO && g >= t.num_states)
+    {
         return Err("lr: goto target out of range".into());
     }
     let rules = t.rule_lhs.len();

@@ -19,6 +19,9 @@ pub struct ParserTables {
     pub dfa_flags: Vec<u8>,
     /// Per terminal: its start state in the global table.
     pub dfa_start: Vec<u32>,
+    /// Per terminal, plus a final entry: the first global state of each terminal's DFA
+    /// (its states are `dfa_base[t]..dfa_base[t + 1]`).
+    pub dfa_base: Vec<u32>,
     /// Per terminal: 1 if lazy.
     pub lazy: Vec<u8>,
     /// Ignore terminals.
@@ -76,13 +79,21 @@ pub struct TablesRef<'a> {
 
 impl ParserTables {
     /// Builds the tables from per-terminal DFAs and LR tables.
-    pub fn new(dfas: &[ByteDfa], lazy: &[bool], ignore: &[u32], allow_initial_skip: bool, lr: LrTables) -> Self {
+    pub fn new(
+        dfas: &[ByteDfa],
+        lazy: &[bool],
+        ignore: &[u32],
+        allow_initial_skip: bool,
+        lr: LrTables,
+    ) -> Self {
         let mut dfa_trans = vec![0u32; 256];
         let mut dfa_flags = vec![0u8];
         let mut dfa_start = Vec::with_capacity(dfas.len());
+        let mut dfa_base = Vec::with_capacity(dfas.len() + 1);
         for d in dfas {
             // Local state s > 0 becomes base + s - 1; local DEAD stays global 0.
             let base = dfa_flags.len() as u32;
+            dfa_base.push(base);
             let global = |s: u32| if s == ByteDfa::DEAD { 0 } else { base + s - 1 };
             for s in 1..d.num_states() as u32 {
                 dfa_trans.extend((0..=255u8).map(|b| global(d.next(s, b))));
@@ -90,6 +101,7 @@ impl ParserTables {
             }
             dfa_start.push(global(d.start));
         }
+        dfa_base.push(dfa_flags.len() as u32);
         let words = (lr.num_terminals as usize).div_ceil(64);
         let eof = lr.eof();
         let mut expected = vec![0u64; lr.num_states as usize * words];
@@ -104,6 +116,7 @@ impl ParserTables {
             dfa_trans,
             dfa_flags,
             dfa_start,
+            dfa_base,
             lazy: lazy.iter().map(|&l| l as u8).collect(),
             ignore: ignore.to_vec(),
             allow_initial_skip,
@@ -144,7 +157,12 @@ impl TablesRef<'_> {
         if states == 0 || self.dfa_trans.len() != states * 256 {
             return Err("dfa: transition table does not match the state count".into());
         }
-        if self.dfa_trans.iter().chain(self.dfa_start).any(|&s| s as usize >= states) {
+        if self
+            .dfa_trans
+            .iter()
+            .chain(self.dfa_start)
+            .any(|&s| s as usize >= states)
+        {
             return Err("dfa: state out of range".into());
         }
         if self.dfa_flags[0] != 0 || self.dfa_trans[..256].iter().any(|&s| s != 0) {
@@ -160,7 +178,11 @@ impl TablesRef<'_> {
         if self.expected_words as usize != (self.num_terminals as usize).div_ceil(64) {
             return Err("tables: expected-terminal sets have the wrong width".into());
         }
-        let num_states = self.goto.len().checked_div(self.num_nonterminals as usize).unwrap_or(0);
+        let num_states = self
+            .goto
+            .len()
+            .checked_div(self.num_nonterminals as usize)
+            .unwrap_or(0);
         if self.expected.len() != num_states * self.expected_words as usize {
             return Err("tables: expected-terminal sets have the wrong size".into());
         }
@@ -192,7 +214,9 @@ impl TablesRef<'_> {
     /// Decoded actions of `state` on `terminal`.
     #[inline]
     pub fn decoded_actions(&self, state: u32, terminal: u32) -> impl Iterator<Item = Action> + '_ {
-        self.actions(state, terminal).iter().filter_map(|&c| Action::decode(c))
+        self.actions(state, terminal)
+            .iter()
+            .filter_map(|&c| Action::decode(c))
     }
 
     /// Goto after reducing to `nonterminal` in `state`.
@@ -212,7 +236,9 @@ impl TablesRef<'_> {
     #[inline]
     pub fn expects_any(&self, state: u32) -> bool {
         let w = self.expected_words as usize;
-        self.expected[state as usize * w..(state as usize + 1) * w].iter().any(|&x| x != 0)
+        self.expected[state as usize * w..(state as usize + 1) * w]
+            .iter()
+            .any(|&x| x != 0)
     }
 
     /// Global DFA successor.
@@ -234,4 +260,46 @@ impl TablesRef<'_> {
         self.dfa_accepting(state)
             && (self.lazy[t as usize] != 0 || next.is_none_or(|b| self.dfa_next(state, b) == 0))
     }
+}
+
+/// Rebuilds per-terminal [`ByteDfa`]s from the merged table (for the reference path
+/// on an artifact). Fails if a terminal's transitions leave its own block of states.
+pub fn split_dfas(tables: &TablesRef<'_>, dfa_base: &[u32]) -> Result<Vec<ByteDfa>, String> {
+    let terminals = tables.dfa_start.len();
+    if dfa_base.len() != terminals + 1
+        || dfa_base.first() != Some(&1)
+        || dfa_base.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err("dfa: bad per-terminal bases".into());
+    }
+    if dfa_base[terminals] as usize != tables.dfa_flags.len() {
+        return Err("dfa: bases do not cover the table".into());
+    }
+    (0..terminals)
+        .map(|t| {
+            let (lo, hi) = (dfa_base[t], dfa_base[t + 1]);
+            let local = |g: u32| -> Result<u32, String> {
+                match g {
+                    0 => Ok(0),
+                    g if g >= lo && g < hi => Ok(g - lo + 1),
+                    _ => Err(format!(
+                        "dfa: terminal {t} jumps to a state outside its block"
+                    )),
+                }
+            };
+            let mut trans = vec![0u32; 256];
+            let mut flags = vec![0u8];
+            for g in lo..hi {
+                for b in 0..=255u8 {
+                    trans.push(local(tables.dfa_next(g, b))?);
+                }
+                flags.push(tables.dfa_flags[g as usize]);
+            }
+            Ok(ByteDfa {
+                start: local(tables.dfa_start[t])?,
+                trans,
+                flags,
+            })
+        })
+        .collect()
 }

@@ -44,7 +44,13 @@ impl Vocabulary {
             }
             offsets.push(bytes.len() as u32);
         }
-        Vocabulary { name: name.to_string(), bytes, offsets, kinds, eos }
+        Vocabulary {
+            name: name.to_string(),
+            bytes,
+            offsets,
+            kinds,
+            eos,
+        }
     }
 
     /// Number of token ids: the mask width in bits.
@@ -70,5 +76,111 @@ impl Vocabulary {
     /// Number of `u32` words in a mask over this vocabulary.
     pub fn mask_words(&self) -> usize {
         self.len().div_ceil(32)
+    }
+}
+
+/// A borrowed vocabulary: from a [`Vocabulary`] or from artifact sections.
+#[derive(Clone, Copy, Debug)]
+pub struct VocabRef<'a> {
+    /// Concatenated token bytes.
+    pub bytes: &'a [u8],
+    /// `len + 1` offsets into `bytes`.
+    pub offsets: &'a [u32],
+    /// Kinds: either the owned enum or the artifact's byte codes.
+    pub kinds: KindsRef<'a>,
+    /// EOS.
+    pub eos: u32,
+}
+
+/// Token kinds, borrowed in either representation.
+#[derive(Clone, Copy, Debug)]
+pub enum KindsRef<'a> {
+    /// From a [`Vocabulary`].
+    Owned(&'a [TokenKind]),
+    /// Byte codes ([`crate::layout::kind_code`]), validated.
+    Codes(&'a [u8]),
+}
+
+impl Vocabulary {
+    /// Borrows the vocabulary.
+    pub fn view(&self) -> VocabRef<'_> {
+        VocabRef {
+            bytes: &self.bytes,
+            offsets: &self.offsets,
+            kinds: KindsRef::Owned(&self.kinds),
+            eos: self.eos,
+        }
+    }
+
+    /// A hash of everything a mask depends on (ids, bytes, kinds, EOS), stored in
+    /// artifacts so that a mismatched tokenizer is caught at load.
+    pub fn content_hash(&self) -> u64 {
+        let mut h = crate::artifact::ContentHasher::new();
+        h.update(&(self.len() as u64).to_le_bytes());
+        h.update(&self.eos.to_le_bytes());
+        h.update(&self.bytes);
+        h.update(bytemuck::cast_slice(&self.offsets));
+        let codes: Vec<u8> = self.kinds.iter().map(|&k| kind_to_code(k)).collect();
+        h.update(&codes);
+        h.finish()
+    }
+}
+
+/// The byte code of a token kind.
+pub fn kind_to_code(k: TokenKind) -> u8 {
+    use crate::layout::kind_code::*;
+    match k {
+        TokenKind::Normal => NORMAL,
+        TokenKind::Special => SPECIAL,
+        TokenKind::Unused => UNUSED,
+    }
+}
+
+impl<'a> VocabRef<'a> {
+    /// Number of token ids.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are no token ids.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of token `id` (`id < len()`).
+    pub fn token_bytes(&self, id: u32) -> &'a [u8] {
+        &self.bytes[self.offsets[id as usize] as usize..self.offsets[id as usize + 1] as usize]
+    }
+
+    /// Whether token `id` is an ordinary token.
+    pub fn is_normal(&self, id: u32) -> bool {
+        match self.kinds {
+            KindsRef::Owned(k) => k[id as usize] == TokenKind::Normal,
+            KindsRef::Codes(c) => c[id as usize] == crate::layout::kind_code::NORMAL,
+        }
+    }
+
+    /// Checks offsets and kinds, so the accessors above cannot go out of bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.len();
+        if self.offsets.first() != Some(&0) || self.offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err("vocabulary: offsets are not monotone from 0".into());
+        }
+        if self.offsets[n] as usize != self.bytes.len() {
+            return Err("vocabulary: offsets do not cover the token bytes".into());
+        }
+        let kinds_len = match self.kinds {
+            KindsRef::Owned(k) => k.len(),
+            KindsRef::Codes(c) => {
+                if c.iter().any(|&k| k > crate::layout::kind_code::UNUSED) {
+                    return Err("vocabulary: unknown token kind code".into());
+                }
+                c.len()
+            }
+        };
+        if kinds_len != n || self.eos as usize >= n {
+            return Err("vocabulary: kinds or EOS out of range".into());
+        }
+        Ok(())
     }
 }

@@ -5,8 +5,15 @@
 //! precomputation, the oracle) and the compiled path (a GLR parser over generated
 //! tables, loaded from an artifact).
 
+pub mod engine;
 pub mod glr;
+mod matcher;
 pub mod reference;
+mod session;
+
+pub use engine::{Engine, EngineError};
+pub use matcher::Matcher;
+pub use session::MatchError;
 pub mod trie_walk;
 
 /// An incremental recognizer of the byte-level language of a grammar.

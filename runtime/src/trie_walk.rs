@@ -7,18 +7,26 @@
 //! by nature; the reference path uses it, and tests use it to cross-check engines.
 
 use crate::ByteRecognizer;
-use stackmask_formats::{TokenTrie, Vocabulary};
+use stackmask_formats::TrieRef;
 
 /// Fills `mask` (little-endian `u32` words, token `i` is bit `i % 32` of word `i / 32`)
 /// with every token whose bytes the recognizer accepts next, plus EOS when the input so
 /// far is a sentence. The recognizer is left as it was.
+/// `mask` must have at least `vocab_len.div_ceil(32)` words; `trie` must be valid
+/// ([`TrieRef::validate`]) for `vocab_len`.
 pub fn fill_mask<R: ByteRecognizer + ?Sized>(
     recognizer: &mut R,
-    vocab: &Vocabulary,
-    trie: &TokenTrie,
+    trie: TrieRef<'_>,
+    vocab_len: usize,
+    eos: u32,
     mask: &mut [u32],
 ) {
-    assert!(mask.len() >= vocab.mask_words(), "mask has {} words, needs {}", mask.len(), vocab.mask_words());
+    assert!(
+        mask.len() >= vocab_len.div_ceil(32),
+        "mask has {} words, needs {}",
+        mask.len(),
+        vocab_len.div_ceil(32)
+    );
     mask.fill(0);
     let mut set = |id: u32| mask[id as usize / 32] |= 1 << (id % 32);
     // Bytes currently pushed = depth of the node whose subtree we are in.
@@ -43,6 +51,6 @@ pub fn fill_mask<R: ByteRecognizer + ?Sized>(
     }
     recognizer.pop_bytes(pushed);
     if recognizer.is_accepting() {
-        set(vocab.eos);
+        set(eos);
     }
 }

@@ -15,25 +15,64 @@ use stackmask_runtime::glr::{GlrRecognizer, GlrState};
 use stackmask_runtime::reference::ReferenceEngine;
 use stackmask_runtime::ByteRecognizer;
 
-const TERMINALS: &[&str] = &["a", "b", "ab", "ba", "aa", "[ab]", "[ab]{1,2}", "a{1,2}", "b[ab]?", "c", "a|bc", "a+", "[ab]+", "b*a", "(ab)+", "c[ab]*"];
+const TERMINALS: &[&str] = &[
+    "a",
+    "b",
+    "ab",
+    "ba",
+    "aa",
+    "[ab]",
+    "[ab]{1,2}",
+    "a{1,2}",
+    "b[ab]?",
+    "c",
+    "a|bc",
+    "a+",
+    "[ab]+",
+    "b*a",
+    "(ab)+",
+    "c[ab]*",
+];
 
 fn random_grammar(rng: &mut Rng) -> Grammar {
     let nt = 1 + rng.below(4);
     let nterm = 1 + rng.below(4);
     let mut terminals: Vec<Terminal> = (0..nterm)
-        .map(|i| Terminal { name: format!("T{i}"), regex: TERMINALS[rng.below(TERMINALS.len())].into(), lazy: rng.chance(10), priority: 0, defined_at: None })
+        .map(|i| Terminal {
+            name: format!("T{i}"),
+            regex: TERMINALS[rng.below(TERMINALS.len())].into(),
+            lazy: rng.chance(10),
+            priority: 0,
+            defined_at: None,
+        })
         .collect();
     let mut ignore = Vec::new();
     if rng.chance(30) {
-        terminals.push(Terminal { name: "IGN".into(), regex: ["c", "c+", " "][rng.below(3)].into(), lazy: false, priority: 0, defined_at: None });
+        terminals.push(Terminal {
+            name: "IGN".into(),
+            regex: ["c", "c+", " "][rng.below(3)].into(),
+            lazy: false,
+            priority: 0,
+            defined_at: None,
+        });
         ignore.push(nterm as u32);
     }
     let mut rules = Vec::new();
     for lhs in 0..nt as u32 {
         for alt in 0..1 + rng.below(3) {
-            let len = if alt == 0 { 1 + rng.below(2) } else { rng.below(4) };
+            let len = if alt == 0 {
+                1 + rng.below(2)
+            } else {
+                rng.below(4)
+            };
             let rhs = (0..len)
-                .map(|_| if alt > 0 && rng.chance(45) { Symbol::Nonterminal(rng.below(nt) as u32) } else { Symbol::Terminal(rng.below(nterm) as u32) })
+                .map(|_| {
+                    if alt > 0 && rng.chance(45) {
+                        Symbol::Nonterminal(rng.below(nt) as u32)
+                    } else {
+                        Symbol::Terminal(rng.below(nterm) as u32)
+                    }
+                })
                 .collect();
             rules.push(Rule { lhs, rhs });
         }
@@ -41,7 +80,11 @@ fn random_grammar(rng: &mut Rng) -> Grammar {
     Grammar {
         source_name: "random".into(),
         terminals,
-        nonterminals: (0..nt).map(|i| Nonterminal { name: format!("n{i}") }).collect(),
+        nonterminals: (0..nt)
+            .map(|i| Nonterminal {
+                name: format!("n{i}"),
+            })
+            .collect(),
         rules,
         start: 0,
         ignore,
@@ -50,37 +93,73 @@ fn random_grammar(rng: &mut Rng) -> Grammar {
 }
 
 fn tiny_vocab() -> Vocabulary {
-    let entries = vec![Some((b"a".to_vec(), TokenKind::Normal)), Some((b"<eos>".to_vec(), TokenKind::Special))];
+    let entries = vec![
+        Some((b"a".to_vec(), TokenKind::Normal)),
+        Some((b"<eos>".to_vec(), TokenKind::Special)),
+    ];
     Vocabulary::from_entries("tiny", entries, 1)
 }
 
 /// Pushes `input` byte by byte into both engines, comparing acceptance of each byte
 /// and `is_accepting` after each; returns how many bytes were accepted.
-fn compare(reference: &mut dyn ByteRecognizer, glr: &mut dyn ByteRecognizer, input: &[u8], what: &dyn Fn() -> String) -> usize {
+fn compare(
+    reference: &mut dyn ByteRecognizer,
+    glr: &mut dyn ByteRecognizer,
+    input: &[u8],
+    what: &dyn Fn() -> String,
+) -> usize {
     let mut n = 0;
-    assert_eq!(glr.is_accepting(), reference.is_accepting(), "acceptance of the empty input; {}", what());
+    assert_eq!(
+        glr.is_accepting(),
+        reference.is_accepting(),
+        "acceptance of the empty input; {}",
+        what()
+    );
     for &b in input {
         let r = reference.push_byte(b);
         let g = glr.push_byte(b);
-        assert_eq!(g, r, "byte {n} ({:?}) of {:?}; {}", b as char, String::from_utf8_lossy(input), what());
+        assert_eq!(
+            g,
+            r,
+            "byte {n} ({:?}) of {:?}; {}",
+            b as char,
+            String::from_utf8_lossy(input),
+            what()
+        );
         if !r {
             break;
         }
         n += 1;
-        assert_eq!(glr.is_accepting(), reference.is_accepting(), "acceptance after {:?}; {}", String::from_utf8_lossy(&input[..n]), what());
+        assert_eq!(
+            glr.is_accepting(),
+            reference.is_accepting(),
+            "acceptance after {:?}; {}",
+            String::from_utf8_lossy(&input[..n]),
+            what()
+        );
     }
     n
 }
 
 #[test]
 fn glr_matches_reference_on_random_grammars() {
-    let cases = std::env::var("STACKMASK_GLR_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(400);
+    let cases = std::env::var("STACKMASK_GLR_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(400);
     let (mut compared, mut refused) = (0, 0);
     for case in 0..cases {
         let mut rng = Rng(0xdead_beef ^ (case as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let g = random_grammar(&mut rng);
-        let dfas = g.terminals.iter().map(|t| compile_terminal(&t.regex).unwrap()).collect::<Vec<_>>();
-        let lexed = LexedGrammar { grammar: g.clone(), dfas: dfas.clone() };
+        let dfas = g
+            .terminals
+            .iter()
+            .map(|t| compile_terminal(&t.regex).unwrap())
+            .collect::<Vec<_>>();
+        let lexed = LexedGrammar {
+            grammar: g.clone(),
+            dfas: dfas.clone(),
+        };
         let compiled = match pipeline::compile_parser(&lexed, 100_000) {
             Ok(c) => c,
             Err(CompileError::DeadEnd(_)) => {
@@ -98,7 +177,10 @@ fn glr_matches_reference_on_random_grammars() {
         let mut state = GlrState::new(&tables);
         let what = || format!("case {case}: {g:#?}");
         for w in strings(b"abc ", 5) {
-            let mut glr = GlrRecognizer { tables, state: &mut state };
+            let mut glr = GlrRecognizer {
+                tables,
+                state: &mut state,
+            };
             let n = compare(&mut reference, &mut glr, &w, &what);
             reference.pop_bytes(n);
             glr.pop_bytes(n);
@@ -118,10 +200,15 @@ fn samples(name: &str) -> Vec<(String, Vec<u8>)> {
     let dir = workspace().join("grammars/samples").join(name);
     let mut out = Vec::new();
     for sub in [dir.clone(), dir.join("invalid")] {
-        let Ok(entries) = std::fs::read_dir(&sub) else { continue };
+        let Ok(entries) = std::fs::read_dir(&sub) else {
+            continue;
+        };
         for e in entries.flatten() {
             if e.path().is_file() {
-                out.push((e.path().display().to_string(), std::fs::read(e.path()).unwrap()));
+                out.push((
+                    e.path().display().to_string(),
+                    std::fs::read(e.path()).unwrap(),
+                ));
             }
         }
     }
@@ -133,7 +220,8 @@ fn samples(name: &str) -> Vec<(String, Vec<u8>)> {
 fn glr_matches_reference_on_shipped_grammars() {
     for name in ["json", "expr", "sql", "c"] {
         let lexed = lexed_shipped(name);
-        let compiled = pipeline::compile_parser(&lexed, 200_000).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let compiled =
+            pipeline::compile_parser(&lexed, 200_000).unwrap_or_else(|e| panic!("{name}: {e}"));
         let tables = compiled.tables.view();
         tables.validate().unwrap();
         let vocab = tiny_vocab();
@@ -143,7 +231,10 @@ fn glr_matches_reference_on_shipped_grammars() {
         for (path, doc) in samples(name) {
             let mut reference = engine.recognizer();
             let mut state = GlrState::new(&tables);
-            let mut glr = GlrRecognizer { tables, state: &mut state };
+            let mut glr = GlrRecognizer {
+                tables,
+                state: &mut state,
+            };
             let what = || format!("{path}");
             let n = compare(&mut reference, &mut glr, &doc, &what);
             // Mutations: from random points, pop back and push a mutated tail.
@@ -157,7 +248,11 @@ fn glr_matches_reference_on_shipped_grammars() {
                     reference.pop_bytes(consumed - at);
                     glr.pop_bytes(consumed - at);
                 } else {
-                    assert!(reference.push_bytes(&doc[consumed..at]) && glr.push_bytes(&doc[consumed..at]), "{path}: re-push");
+                    assert!(
+                        reference.push_bytes(&doc[consumed..at])
+                            && glr.push_bytes(&doc[consumed..at]),
+                        "{path}: re-push"
+                    );
                 }
                 let mut tail: Vec<u8> = doc[at..doc.len().min(at + 40)].to_vec();
                 for _ in 0..1 + rng.below(3) {
@@ -166,7 +261,10 @@ fn glr_matches_reference_on_shipped_grammars() {
                     }
                     let i = rng.below(tail.len());
                     match rng.below(3) {
-                        0 => tail[i] = b" \n{}[](),;:\"'+-*/=<>!&|0123456789abcxyzSELECTselectint"[rng.below(52)],
+                        0 => {
+                            tail[i] = b" \n{}[](),;:\"'+-*/=<>!&|0123456789abcxyzSELECTselectint"
+                                [rng.below(52)]
+                        }
                         1 => {
                             tail.remove(i);
                         }

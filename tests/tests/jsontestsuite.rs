@@ -190,7 +190,13 @@ fn syntax(b: &[u8]) -> Result<(), (usize, &'static str)> {
         loop {
             ws(&mut p);
             match stack.last() {
-                None => return if p == b.len() { Ok(()) } else { Err((p, "text after the value")) },
+                None => {
+                    return if p == b.len() {
+                        Ok(())
+                    } else {
+                        Err((p, "text after the value"))
+                    }
+                }
                 Some(&ctx) => match (ctx, at(p)) {
                     (Ctx::Array, Some(b',')) => {
                         p += 1;
@@ -235,7 +241,10 @@ fn independent_checker_agrees_with_the_suite_labels() {
             bad.push(format!("{name}: accepted"));
         }
     }
-    assert!(bad.is_empty(), "the test's own RFC 8259 checker disagrees with JSONTestSuite: {bad:#?}");
+    assert!(
+        bad.is_empty(),
+        "the test's own RFC 8259 checker disagrees with JSONTestSuite: {bad:#?}"
+    );
     // Hand-made sanity cases, including the ones JSONTestSuite lacks.
     assert_eq!(rfc8259(b" [1, {\"a\": [true, null]}] \n"), Verdict::Ok);
     assert_eq!(rfc8259(b"\"\\ud800\""), Verdict::Ok);
@@ -252,11 +261,17 @@ fn y_files_are_sentences() {
         .iter()
         .filter_map(|(name, bytes)| match recognize(&engine, bytes) {
             Ok(()) => None,
-            Err(at) if at == bytes.len() => Some(format!("{name}: every byte viable but not accepting")),
+            Err(at) if at == bytes.len() => {
+                Some(format!("{name}: every byte viable but not accepting"))
+            }
             Err(at) => Some(format!("{name}: byte {at} ({:#04x}) refused", bytes[at])),
         })
         .collect();
-    assert!(failures.is_empty(), "{} y_ files rejected: {failures:#?}", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} y_ files rejected: {failures:#?}",
+        failures.len()
+    );
 }
 
 #[test]
@@ -272,16 +287,33 @@ fn n_files_are_rejected() {
         if verdict.is_ok() {
             failures.push(name.clone());
         }
-        if name == "n_structure_100000_opening_arrays.json" || name == "n_structure_open_array_object.json" {
+        if name == "n_structure_100000_opening_arrays.json"
+            || name == "n_structure_open_array_object.json"
+        {
             // Every byte of these is a viable prefix (only the end is missing): the
             // recognizer had to carry the whole nesting depth, then refuse at the end.
-            assert_eq!(verdict, Err(bytes.len()), "{name}: expected every byte viable, no acceptance");
+            assert_eq!(
+                verdict,
+                Err(bytes.len()),
+                "{name}: expected every byte viable, no acceptance"
+            );
             saw_deep += 1;
         }
     }
-    assert_eq!(saw_deep, 2, "the deep-nesting stress files are missing from the corpus");
-    assert!(failures.is_empty(), "{} n_ files accepted: {failures:#?}", failures.len());
-    eprintln!("{} n_ files rejected in {:.1} s", files.len(), started.elapsed().as_secs_f64());
+    assert_eq!(
+        saw_deep, 2,
+        "the deep-nesting stress files are missing from the corpus"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} n_ files accepted: {failures:#?}",
+        failures.len()
+    );
+    eprintln!(
+        "{} n_ files rejected in {:.1} s",
+        files.len(),
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
@@ -290,9 +322,14 @@ fn deep_nesting_is_accepted_when_closed() {
     // (also when the recognizer is dropped).
     let engine = json_engine();
     let depth = 100_000;
-    let doc: Vec<u8> = std::iter::repeat_n(b'[', depth).chain(std::iter::repeat_n(b']', depth)).collect();
+    let doc: Vec<u8> = std::iter::repeat_n(b'[', depth)
+        .chain(std::iter::repeat_n(b']', depth))
+        .collect();
     assert_eq!(recognize(&engine, &doc), Ok(()));
-    assert_eq!(recognize(&engine, &doc[..doc.len() - 1]), Err(doc.len() - 1));
+    assert_eq!(
+        recognize(&engine, &doc[..doc.len() - 1]),
+        Err(doc.len() - 1)
+    );
     let extra: Vec<u8> = doc.iter().copied().chain([b']']).collect();
     assert_eq!(recognize(&engine, &extra), Err(doc.len()));
 }
@@ -303,16 +340,24 @@ fn reason(name: &str, verdict: &Verdict, bytes: &[u8]) -> String {
         Verdict::NotUtf8(at) => {
             let kind = if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
                 "UTF-16 with a byte-order mark".to_string()
+            } else if bytes.contains(&0) {
+                return "UTF-16 without a byte-order mark: its NUL bytes are neither JSON whitespace nor a value".into();
             } else {
-                format!("invalid UTF-8 at byte {at} ({:#04x})", bytes[*at])
+                format!(
+                    "invalid UTF-8 sequence starting at byte {at} ({:#04x})",
+                    bytes[*at]
+                )
             };
             format!("{kind}: the STRING regex is Unicode-aware, so its language is valid UTF-8 only (DESIGN.md §1)")
         }
         Verdict::Syntax(at, what) => {
             if bytes.starts_with(b"\xef\xbb\xbf") {
-                "UTF-8 byte-order mark before the value: not JSON-text (json.lark accepts no BOM)".into()
+                "UTF-8 byte-order mark before the value: not JSON-text (json.lark accepts no BOM)"
+                    .into()
             } else if bytes.contains(&0) {
-                format!("UTF-16 without BOM: byte {at} is NUL ({what}), not JSON whitespace or a value")
+                format!(
+                    "UTF-16 without BOM: byte {at} is NUL ({what}), not JSON whitespace or a value"
+                )
             } else {
                 format!("not RFC 8259 syntax at byte {at}: {what}")
             }
@@ -342,7 +387,9 @@ fn i_files_match_the_independent_checker() {
         let got = recognize(&engine, bytes);
         let expected = rfc8259(bytes);
         if got.is_ok() != (expected == Verdict::Ok) {
-            mismatches.push(format!("{name}: recognizer {got:?}, RFC 8259 checker {expected:?}"));
+            mismatches.push(format!(
+                "{name}: recognizer {got:?}, RFC 8259 checker {expected:?}"
+            ));
         }
         let result = match got {
             Ok(()) => "accepted".to_string(),
@@ -350,7 +397,10 @@ fn i_files_match_the_independent_checker() {
             Err(at) => format!("rejected at byte {at}"),
         };
         println!("{name:<50} {result}");
-        rows.push(format!("| `{name}` | {result} | {} |", reason(name, &expected, bytes)));
+        rows.push(format!(
+            "| `{name}` | {result} | {} |",
+            reason(name, &expected, bytes)
+        ));
     }
     if std::env::var_os("STACKMASK_WRITE_I_RESULTS").is_some() {
         let accepted = rows.iter().filter(|r| r.contains("| accepted |")).count();

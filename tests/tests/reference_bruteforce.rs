@@ -11,14 +11,34 @@ mod common;
 
 use common::{sentences, strings, Rng};
 use stackmask_compiler::lexer::compile_terminal;
-use stackmask_formats::{ByteDfa, Grammar, Nonterminal, Rule, Symbol, TokenKind, Terminal, Vocabulary};
+use stackmask_formats::{
+    ByteDfa, Grammar, Nonterminal, Rule, Symbol, Terminal, TokenKind, Vocabulary,
+};
 use stackmask_runtime::reference::{ReferenceEngine, ReferenceMatcher};
 use stackmask_runtime::ByteRecognizer;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 const ALPHABET: &[u8] = b"abc";
-const TERMINALS: &[&str] = &["a", "b", "ab", "ba", "aa", "[ab]", "[ab]{1,2}", "a{1,2}", "b[ab]?", "ca?", "c", "a|bc", "a+", "[ab]+", "b*a", "(ab)+", "c[ab]*"];
+const TERMINALS: &[&str] = &[
+    "a",
+    "b",
+    "ab",
+    "ba",
+    "aa",
+    "[ab]",
+    "[ab]{1,2}",
+    "a{1,2}",
+    "b[ab]?",
+    "ca?",
+    "c",
+    "a|bc",
+    "a+",
+    "[ab]+",
+    "b*a",
+    "(ab)+",
+    "c[ab]*",
+];
 
 fn random_grammar(rng: &mut Rng) -> Grammar {
     let nt = 1 + rng.below(3);
@@ -34,14 +54,24 @@ fn random_grammar(rng: &mut Rng) -> Grammar {
         .collect();
     let mut ignore = Vec::new();
     if rng.chance(30) {
-        terminals.push(Terminal { name: "IGN".into(), regex: ["c", "c{1,2}", "c+"][rng.below(3)].into(), lazy: false, priority: 0, defined_at: None });
+        terminals.push(Terminal {
+            name: "IGN".into(),
+            regex: ["c", "c{1,2}", "c+"][rng.below(3)].into(),
+            lazy: false,
+            priority: 0,
+            defined_at: None,
+        });
         ignore.push(nterm as u32);
     }
     let mut rules = Vec::new();
     for lhs in 0..nt as u32 {
         let alts = 1 + rng.below(3);
         for alt in 0..alts {
-            let len = if alt == 0 { 1 + rng.below(2) } else { rng.below(3) };
+            let len = if alt == 0 {
+                1 + rng.below(2)
+            } else {
+                rng.below(3)
+            };
             let rhs = (0..len)
                 .map(|_| {
                     // Alternative 0 uses terminals only, so every nonterminal is productive;
@@ -59,7 +89,11 @@ fn random_grammar(rng: &mut Rng) -> Grammar {
     Grammar {
         source_name: "random".into(),
         terminals,
-        nonterminals: (0..nt).map(|i| Nonterminal { name: format!("n{i}") }).collect(),
+        nonterminals: (0..nt)
+            .map(|i| Nonterminal {
+                name: format!("n{i}"),
+            })
+            .collect(),
         rules,
         start: 0,
         ignore,
@@ -69,7 +103,11 @@ fn random_grammar(rng: &mut Rng) -> Grammar {
 
 fn random_vocab(rng: &mut Rng) -> Vocabulary {
     let all = strings(ALPHABET, 3);
-    let mut entries: Vec<Option<(Vec<u8>, TokenKind)>> = all.into_iter().filter(|_| rng.chance(70)).map(|s| Some((s, TokenKind::Normal))).collect();
+    let mut entries: Vec<Option<(Vec<u8>, TokenKind)>> = all
+        .into_iter()
+        .filter(|_| rng.chance(70))
+        .map(|s| Some((s, TokenKind::Normal)))
+        .collect();
     // A duplicate id for the same bytes, an unused id and the EOS special token.
     if let Some(Some((b, _))) = entries.first().cloned() {
         entries.push(Some((b, TokenKind::Normal)));
@@ -85,7 +123,9 @@ fn build_trie(v: &Vocabulary) -> stackmask_formats::TokenTrie {
 }
 
 fn prefixes(set: &BTreeSet<Vec<u8>>) -> BTreeSet<Vec<u8>> {
-    set.iter().flat_map(|s| (0..=s.len()).map(move |k| s[..k].to_vec())).collect()
+    set.iter()
+        .flat_map(|s| (0..=s.len()).map(move |k| s[..k].to_vec()))
+        .collect()
 }
 
 /// Sentences up to `max_len`, cached per bound (the enumeration is the slow part).
@@ -119,17 +159,30 @@ const LONG: usize = 11;
 
 #[test]
 fn reference_matches_brute_force_on_random_grammars() {
-    let cases = std::env::var("STACKMASK_BRUTE_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(300);
+    let cases = std::env::var("STACKMASK_BRUTE_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
     let mut checked_masks = 0;
     let mut dead_ends = 0;
     for case in 0..cases {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (case as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1));
+        let mut rng =
+            Rng(0x9e37_79b9_7f4a_7c15 ^ (case as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1));
         let g = random_grammar(&mut rng);
-        let dfas: Vec<ByteDfa> = match g.terminals.iter().map(|t| compile_terminal(&t.regex)).collect() {
+        let dfas: Vec<ByteDfa> = match g
+            .terminals
+            .iter()
+            .map(|t| compile_terminal(&t.regex))
+            .collect()
+        {
             Ok(d) => d,
             Err(e) => panic!("case {case}: {e}"),
         };
-        let mut lang = Language { g: &g, dfas: &dfas, bounds: Vec::new() };
+        let mut lang = Language {
+            g: &g,
+            dfas: &dfas,
+            bounds: Vec::new(),
+        };
         let vocab = random_vocab(&mut rng);
         let trie = build_trie(&vocab);
         let engine = Arc::new(ReferenceEngine::new(&g, dfas.clone(), vocab.clone(), trie).unwrap());
@@ -144,21 +197,39 @@ fn reference_matches_brute_force_on_random_grammars() {
             let expect = lang.viable(w);
             // The empty prefix cannot be refused (nothing is pushed); a grammar whose
             // language is empty simply has empty masks.
-            assert_eq!(ok, expect || w.is_empty(), "viability of {:?}; {}", String::from_utf8_lossy(w), ctx());
+            assert_eq!(
+                ok,
+                expect || w.is_empty(),
+                "viability of {:?}; {}",
+                String::from_utf8_lossy(w),
+                ctx()
+            );
             // A live lexeme whose every ending dead-ends: what the viability analysis is for.
             let naive_prefix = (1..=w.len()).all(|k| lang.at(SHORT).1.contains(&w[..k]) || !expect);
             if !expect && naive_prefix && w.len() == 1 {
                 dead_ends += 1;
             }
             if ok {
-                assert_eq!(rec.is_accepting(), lang.at(SHORT).0.contains(w), "acceptance of {:?}; {}", String::from_utf8_lossy(w), ctx());
+                assert_eq!(
+                    rec.is_accepting(),
+                    lang.at(SHORT).0.contains(w),
+                    "acceptance of {:?}; {}",
+                    String::from_utf8_lossy(w),
+                    ctx()
+                );
                 rec.pop_bytes(w.len());
             }
             assert_eq!(rec.bytes_consumed(), 0);
         }
 
         // Masks after every viable prefix up to 3 bytes.
-        let short_prefixes: Vec<Vec<u8>> = lang.at(SHORT).1.iter().filter(|w| w.len() <= 3).cloned().collect();
+        let short_prefixes: Vec<Vec<u8>> = lang
+            .at(SHORT)
+            .1
+            .iter()
+            .filter(|w| w.len() <= 3)
+            .cloned()
+            .collect();
         for w in &short_prefixes {
             let mut m = ReferenceMatcher::new(engine.clone());
             if !w.is_empty() {
@@ -175,11 +246,21 @@ fn reference_matches_brute_force_on_random_grammars() {
                     lang.viable(&[w.as_slice(), vocab.token_bytes(id)].concat())
                 };
                 let got = mask[id as usize / 32] >> (id % 32) & 1 == 1;
-                assert_eq!(got, expect, "token {id} {:?} after {:?}; {}", String::from_utf8_lossy(vocab.token_bytes(id)), String::from_utf8_lossy(w), ctx());
+                assert_eq!(
+                    got,
+                    expect,
+                    "token {id} {:?} after {:?}; {}",
+                    String::from_utf8_lossy(vocab.token_bytes(id)),
+                    String::from_utf8_lossy(w),
+                    ctx()
+                );
             }
             checked_masks += 1;
         }
     }
-    assert!(checked_masks > 100, "too few masks checked: {checked_masks}");
+    assert!(
+        checked_masks > 100,
+        "too few masks checked: {checked_masks}"
+    );
     eprintln!("{checked_masks} masks checked, {dead_ends} greedy dead ends seen");
 }

@@ -21,8 +21,6 @@ mod token;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
-mod scratch_tests;
-#[cfg(test)]
 mod tests;
 
 lalrpop_util::lalrpop_mod!(
@@ -34,7 +32,7 @@ lalrpop_util::lalrpop_mod!(
         missing_docs
     )]
     lark,
-    "/frontend/lark.rs"
+    "frontend/lark.rs"
 );
 
 pub use error::{GrammarError, GrammarErrorKind};
@@ -48,6 +46,17 @@ use token::{Lexer, Tok};
 ///
 /// `source_name` (usually the file path) is used in error messages and stored in
 /// [`Grammar::source_name`]. The start symbol is the rule named `start`.
+///
+/// Accepted: rules `name: a b | c` (alternatives may continue on lines starting with `|`),
+/// `?name`/`!name`/`_name` and `-> alias` (tree shaping only: kept as ordinary rules,
+/// aliases dropped), terminals `NAME: ...` over literals, regexes, ranges and other
+/// terminals, `"lit"i`, `/regex/imsxu`, `? * + [ ] ( ) ~ n ~ n..m` and llguidance's
+/// `{n,m}`, templates `_sep{x, s}`, priorities `NAME.N` (terminals: stored in
+/// `Terminal::priority`; rules: parsed and ignored, GLR keeps every parse), `%ignore`,
+/// `%import common.X [-> Y]` / `%import common (X, Y)` (also `unicode`),
+/// `%llguidance {"allow_initial_skip": ...}`, llguidance's `NAME[lazy]` and `rule[lazy]`
+/// (a lazy rule is one lazy terminal). `""` in a rule means ε. Everything else Lark or
+/// llguidance accepts is an `Unsupported*` [`GrammarErrorKind`].
 pub fn parse_grammar(source: &str, source_name: &str) -> Result<Grammar, GrammarError> {
     let index = LineIndex::new(source);
     let items = parse_items(source).map_err(|e| index.error(source_name, e))?;

@@ -133,7 +133,9 @@ pub fn normalize(
                     if !def.params.is_empty() {
                         return Err(PosError::new(
                             def.name.pos,
-                            GrammarErrorKind::UnsupportedSyntax { feature: "terminal templates".into() },
+                            GrammarErrorKind::UnsupportedSyntax {
+                                feature: "terminal templates".into(),
+                            },
                         ));
                     }
                     term_order.push(&def.name.text);
@@ -143,16 +145,26 @@ pub fn normalize(
                     rule_order.push(def);
                 }
             }
-            Item::Import { module, relative, names, pos } => {
-                let path = format!("{}{}", if *relative { "." } else { "" }, module.iter().map(|n| n.text.as_str()).collect::<Vec<_>>().join("."));
-                let lib = if *relative || module.len() != 1 { None } else { common::library(&module[0].text) };
+            Item::Import {
+                module,
+                relative,
+                names,
+                pos,
+            } => {
+                let lib = match module.as_slice() {
+                    [only] if !*relative => common::library(&only.text),
+                    _ => None,
+                };
                 let Some(lib) = lib else {
-                    return Err(PosError::new(
-                        *pos,
-                        GrammarErrorKind::UnsupportedDirective {
-                            directive: format!("`%import` from `{path}` (only the built-in `common` and `unicode` libraries can be imported)"),
-                        },
-                    ));
+                    let path: Vec<&str> = module.iter().map(|n| n.text.as_str()).collect();
+                    let dot = if *relative { "." } else { "" };
+                    let directive = format!(
+                        "`%import` from `{dot}{}` (only the built-in `common` and `unicode` \
+                         libraries can be imported)",
+                        path.join(".")
+                    );
+                    let kind = GrammarErrorKind::UnsupportedDirective { directive };
+                    return Err(PosError::new(*pos, kind));
                 };
                 for (name, alias) in names {
                     let found = lib.items.iter().find_map(|i| match i {
@@ -160,42 +172,50 @@ pub fn normalize(
                         _ => None,
                     });
                     let Some(lib_name) = found else {
-                        return Err(PosError::new(
-                            name.pos,
-                            GrammarErrorKind::UndefinedSymbol { what: "terminal", name: format!("{}.{}", lib.name, name.text) },
-                        ));
+                        let full = format!("{}.{}", lib.name, name.text);
+                        let kind = GrammarErrorKind::UndefinedSymbol {
+                            what: "terminal",
+                            name: full,
+                        };
+                        return Err(PosError::new(name.pos, kind));
                     };
                     let target = alias.as_ref().unwrap_or(name);
                     if !target.is_terminal() {
-                        return Err(PosError::new(
-                            target.pos,
-                            GrammarErrorKind::Syntax {
-                                found: format!("rule name `{}`", target.text),
-                                expected: vec!["a terminal name for the imported terminal".into()],
-                            },
-                        ));
+                        let kind = GrammarErrorKind::Syntax {
+                            found: format!("rule name `{}`", target.text),
+                            expected: vec!["a terminal name for the imported terminal".into()],
+                        };
+                        return Err(PosError::new(target.pos, kind));
                     }
                     claim(&defined, target)?;
                     defined.insert(&target.text, target.pos);
                     term_order.push(&target.text);
-                    bindings.insert(&target.text, Binding::Import { lib, name: lib_name, pos: target.pos });
+                    let binding = Binding::Import {
+                        lib,
+                        name: lib_name,
+                        pos: target.pos,
+                    };
+                    bindings.insert(&target.text, binding);
                 }
             }
             Item::Declare { pos } => {
-                return Err(PosError::new(
-                    *pos,
-                    GrammarErrorKind::UnsupportedDirective {
-                        directive: "`%declare` (terminals made by a post-lexer, like Python's _INDENT/_DEDENT, are not regular languages)".into(),
-                    },
-                ))
+                let directive = "`%declare` (terminals made by a post-lexer, like Python's \
+                                 _INDENT/_DEDENT, are not regular languages)";
+                let kind = GrammarErrorKind::UnsupportedDirective {
+                    directive: directive.into(),
+                };
+                return Err(PosError::new(*pos, kind));
             }
             Item::Override { directive, pos } => {
-                return Err(PosError::new(
-                    *pos,
-                    GrammarErrorKind::UnsupportedDirective { directive: format!("`{directive}` (it only applies to rules imported from other grammars)") },
-                ))
+                let directive = format!(
+                    "`{directive}` (it only applies to rules imported from other grammars)"
+                );
+                let kind = GrammarErrorKind::UnsupportedDirective { directive };
+                return Err(PosError::new(*pos, kind));
             }
-            Item::Llguidance { json, pos } => allow_initial_skip |= parse_llguidance(json).map_err(|k| PosError::new(*pos, k))?,
+            Item::Llguidance { json, pos } => {
+                allow_initial_skip |= parse_llguidance(json).map_err(|k| PosError::new(*pos, k))?
+            }
             Item::Ignore { body, text, pos } => ignores.push((body, text, *pos)),
         }
     }
@@ -248,8 +268,23 @@ pub fn normalize(
         }
     }
 
-    let Some(&start) = n.nt_by_name.get("start") else {
-        return Err(PosError::new(0, GrammarErrorKind::NoStartRule));
+    let start = match n.nt_by_name.get("start") {
+        Some(&start) => start,
+        // `start[lazy]: ...` is a terminal: wrap it in a rule.
+        None if n.expander.is_defined("start") => {
+            let Some(Binding::Def(def)) = n.expander.binding("start") else {
+                unreachable!("only rules can be named `start`")
+            };
+            let t = n.named_terminal("start", def.name.pos)?;
+            n.nts.push(Nt {
+                name: "start".into(),
+                pos: def.name.pos,
+                prods: vec![vec![PSym::T(t)]],
+                owner: None,
+            });
+            n.nts.len() - 1
+        }
+        None => return Err(PosError::new(0, GrammarErrorKind::NoStartRule)),
     };
 
     // 4. Clean up and check.
@@ -510,7 +545,10 @@ impl<'a> Normalizer<'a> {
         }
         self.template_instances += 1;
         if self.template_instances > MAX_TEMPLATE_INSTANCES {
-            return Err(template_error(format!("more than {MAX_TEMPLATE_INSTANCES} instantiations (does it instantiate itself with growing arguments?)")));
+            return Err(template_error(format!(
+                "more than {MAX_TEMPLATE_INSTANCES} instantiations (does it instantiate itself \
+                 with growing arguments?)"
+            )));
         }
         let id = self.nts.len();
         self.nt_by_name.insert(key.clone(), id);

@@ -109,6 +109,22 @@ fn brace_quantifier(s: &str) -> Option<(String, usize)> {
     Some((rust, close + 1))
 }
 
+/// Whether the translated regex so far ends in something a quantifier can apply to
+/// (not the start, an unescaped `(` or an unescaped `|`).
+fn has_operand(out: &str) -> bool {
+    let Some(last) = out.chars().last() else {
+        return false;
+    };
+    let escaped = out[..out.len() - 1]
+        .chars()
+        .rev()
+        .take_while(|&c| c == '\\')
+        .count()
+        % 2
+        == 1;
+    escaped || !(last == '(' || last == '|')
+}
+
 /// `\p{..}`, `\x{..}`, `\u{..}`, `\U{..}`: Rust-only braced escapes, copied whole so that
 /// the `{` is not mistaken for a quantifier.
 fn braced_escape_len(s: &str) -> Option<usize> {
@@ -295,17 +311,17 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                             other => kept.push(other),
                         }
                     }
-                    if kept.is_empty() || kept == "-" {
-                        // `(?u)` alone: nothing left to say.
-                        if r[flags_end..].starts_with(')') {
-                            i += 2 + flags_end + 1;
-                            continue;
-                        }
-                        out.push_str("(?:");
-                    } else {
-                        out.push_str("(?");
-                        out.push_str(&kept);
+                    if kept == "-" {
+                        kept.clear();
                     }
+                    if kept.is_empty() && r[flags_end..].starts_with(')') {
+                        // `(?u)` alone: nothing left to say.
+                        i += 2 + flags_end + 1;
+                        continue;
+                    }
+                    // `(?u:` becomes `(?:` — the `:` is copied by the next iteration.
+                    out.push_str("(?");
+                    out.push_str(&kept);
                     i += 2 + flags_end;
                     continue;
                 }
@@ -327,7 +343,9 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                 // `x??` is lazy; `x?` is a quantifier after which `+` would be possessive.
                 after_quantifier = !quantifier_before;
             }
-            '{' => match brace_quantifier(rest) {
+            // Python reads a quantifier with nothing to repeat (`{2}` at the start, after
+            // `(` or `|`) as literal text; Rust would reject it.
+            '{' => match brace_quantifier(rest).filter(|_| has_operand(&out)) {
                 Some((q, n)) => {
                     out.push_str(&q);
                     after_quantifier = true;
@@ -389,6 +407,10 @@ mod tests {
         assert_eq!(ok(r"(?P<n>a)(?i)b", ""), r"(?:(?P<n>a)(?i)b)");
         assert_eq!(ok(r"[ #]", "x"), "(?x:[\\x20\\#]\n)");
         assert_eq!(ok(r".*?", ""), "(?:.*?)");
+        assert_eq!(ok(r"(?u:a)(?u)b", ""), "(?:(?:a)b)");
+        assert_eq!(ok(r"{2}|(x{3})", ""), r"(?:\{2\}|(x{3}))");
+        assert_eq!(ok(r"\({2}", ""), r"(?:\({2})");
+        assert_eq!(ok(r"é{2}", ""), r"(?:é{2})");
     }
 
     #[test]

@@ -327,6 +327,10 @@ fn lazy_rules_become_lazy_terminals() {
         ["head = (?s:.*<call>)", "\"ok\" = ok", "TEXT = (?:.+)"]
     );
     assert!(g.terminals[0].lazy && !g.terminals[2].lazy);
+    // A lazy `start` is wrapped in a rule.
+    let g = grammar("\u{feff}start[lazy]: /.*END/\n");
+    assert_eq!(rules(&g), ["start -> start"]);
+    assert_eq!(terminals(&g), ["start = (?:.*END)"]);
     assert_eq!(
         error("start: head\nhead[lazy]: \"a\" b\nb: \"b\"\n"),
         "g.lark:2:17: terminal `head` refers to rule `b`; terminals may only use literals, regexes and other terminals"

@@ -136,9 +136,15 @@ pub struct Lexer<'a> {
 impl<'a> Lexer<'a> {
     /// A lexer over `src`.
     pub fn new(src: &'a str) -> Self {
+        // Skip a UTF-8 byte order mark, which some editors write.
+        let pos = if src.starts_with('\u{feff}') {
+            '\u{feff}'.len_utf8()
+        } else {
+            0
+        };
         Lexer {
             src,
-            pos: 0,
+            pos,
             depth: 0,
             started: false,
             failed: false,
@@ -274,7 +280,9 @@ impl<'a> Lexer<'a> {
         if body.contains('\n') && !flags.contains('x') {
             // Lark's rule: a regex may only span lines in verbose mode. Without it, a
             // stray `/` would swallow the rest of the file into one token.
-            return self.lexical(start, "unterminated regex literal (a regex may contain line breaks only with the `x` flag)");
+            let message = "unterminated regex literal (a regex may contain line breaks only \
+                           with the `x` flag)";
+            return self.lexical(start, message);
         }
         self.pos = end;
         Some(Ok((

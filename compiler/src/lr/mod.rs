@@ -67,7 +67,8 @@ impl<'g> Augmented<'g> {
     fn new(g: &'g Grammar) -> Self {
         let nt = g.nonterminals.len();
         let eof = g.terminals.len() as u32;
-        let mut rules: Vec<(u32, Vec<Symbol>)> = g.rules.iter().map(|r| (r.lhs, r.rhs.clone())).collect();
+        let mut rules: Vec<(u32, Vec<Symbol>)> =
+            g.rules.iter().map(|r| (r.lhs, r.rhs.clone())).collect();
         rules.push((nt as u32, vec![Symbol::Nonterminal(g.start)]));
         let mut by_lhs = vec![Vec::new(); nt + 1];
         for (i, r) in rules.iter().enumerate() {
@@ -96,7 +97,14 @@ impl<'g> Augmented<'g> {
                 out
             })
             .collect();
-        Augmented { g, rules, by_lhs, suffix_first, words: sets.words, eof }
+        Augmented {
+            g,
+            rules,
+            by_lhs,
+            suffix_first,
+            words: sets.words,
+            eof,
+        }
     }
 
     fn next(&self, rule: u32, dot: u32) -> Option<Symbol> {
@@ -106,7 +114,9 @@ impl<'g> Augmented<'g> {
     fn render_item(&self, rule: u32, dot: u32) -> String {
         let (lhs, rhs) = &self.rules[rule as usize];
         let name = |s: &Symbol| match *s {
-            Symbol::Nonterminal(n) if n as usize == self.g.nonterminals.len() => "$start".to_string(),
+            Symbol::Nonterminal(n) if n as usize == self.g.nonterminals.len() => {
+                "$start".to_string()
+            }
             s => self.g.symbol_name(s).to_string(),
         };
         let lhs_name = name(&Symbol::Nonterminal(*lhs));
@@ -176,7 +186,9 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
     for st in 0..n {
         for &(x, target) in &transitions[st] {
             match x {
-                Symbol::Terminal(t) => cells[st * num_terminals + t as usize].push(Action::Shift(target)),
+                Symbol::Terminal(t) => {
+                    cells[st * num_terminals + t as usize].push(Action::Shift(target))
+                }
                 Symbol::Nonterminal(a) => goto[st * num_nonterminals + a as usize] = target,
             }
         }
@@ -186,7 +198,11 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
             }
             for t in 0..num_terminals {
                 if la[t / 64] >> (t % 64) & 1 != 0 {
-                    let action = if *r == start_rule { Action::Accept } else { Action::Reduce(*r) };
+                    let action = if *r == start_rule {
+                        Action::Accept
+                    } else {
+                        Action::Reduce(*r)
+                    };
                     let cell = &mut cells[st * num_terminals + t];
                     if !cell.contains(&action) {
                         cell.push(action);
@@ -213,7 +229,12 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
                 })
                 .map(|(r, d, _)| aug.render_item(*r, *d))
                 .collect();
-            conflicts.push(Conflict { state: st as u32, terminal: t, actions: cell.clone(), items });
+            conflicts.push(Conflict {
+                state: st as u32,
+                terminal: t,
+                actions: cell.clone(),
+                items,
+            });
         }
     }
     let tables = LrTables {
@@ -235,11 +256,17 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
 /// the lookaheads of the item that predicted them.
 fn closure(aug: &Augmented, kernel: &ItemSet) -> ItemSet {
     let mut items: ItemSet = kernel.clone();
-    let mut at: HashMap<(u32, u32), usize> = items.iter().enumerate().map(|(i, (r, d, _))| ((*r, *d), i)).collect();
+    let mut at: HashMap<(u32, u32), usize> = items
+        .iter()
+        .enumerate()
+        .map(|(i, (r, d, _))| ((*r, *d), i))
+        .collect();
     let mut work: Vec<usize> = (0..items.len()).collect();
     while let Some(i) = work.pop() {
         let (r, d) = (items[i].0, items[i].1);
-        let Some(Symbol::Nonterminal(b)) = aug.next(r, d) else { continue };
+        let Some(Symbol::Nonterminal(b)) = aug.next(r, d) else {
+            continue;
+        };
         let (first, nullable) = &aug.suffix_first[r as usize][d as usize + 1];
         let mut look = first.clone();
         if *nullable {
@@ -268,9 +295,28 @@ impl LrAutomaton {
     pub fn conflict_report(&self, g: &Grammar) -> String {
         let mut out = String::new();
         for c in &self.conflicts {
-            let t = if c.terminal as usize == g.terminals.len() { "$end" } else { &g.terminals[c.terminal as usize].name };
-            let kinds: Vec<&str> = c.actions.iter().map(|a| if matches!(a, Action::Shift(_)) { "shift" } else { "reduce" }).collect();
-            out.push_str(&format!("  state {} on {}: {}\n", c.state, t, kinds.join("/")));
+            let t = if c.terminal as usize == g.terminals.len() {
+                "$end"
+            } else {
+                &g.terminals[c.terminal as usize].name
+            };
+            let kinds: Vec<&str> = c
+                .actions
+                .iter()
+                .map(|a| {
+                    if matches!(a, Action::Shift(_)) {
+                        "shift"
+                    } else {
+                        "reduce"
+                    }
+                })
+                .collect();
+            out.push_str(&format!(
+                "  state {} on {}: {}\n",
+                c.state,
+                t,
+                kinds.join("/")
+            ));
             for it in &c.items {
                 out.push_str(&format!("      {it}\n"));
             }

@@ -22,6 +22,7 @@ pub fn build_trie(vocab: &Vocabulary) -> TokenTrie {
 
     let mut nodes = vec![TrieNode {
         byte: 0,
+        reserved: [0; 3],
         depth: 0,
         subtree_size: 0,
         first_token: 0,
@@ -43,6 +44,7 @@ pub fn build_trie(vocab: &Vocabulary) -> TokenTrie {
             path.push(nodes.len());
             nodes.push(TrieNode {
                 byte: b,
+                reserved: [0; 3],
                 depth: d as u32 + 1,
                 subtree_size: 0,
                 // No tokens yet: point at the end so `tokens_at` is an empty, valid slice.
@@ -160,6 +162,7 @@ pub(crate) mod tests {
     ) -> TrieNode {
         TrieNode {
             byte,
+            reserved: [0; 3],
             depth,
             subtree_size,
             first_token,

@@ -83,7 +83,10 @@ impl Layered<'_> {
         let edge = (self.base.edges.len() + self.over.edges.len()) as u32;
         self.over.edges.push(Edge { to, next: NONE });
         let id = (self.base.nodes.len() + self.over.nodes.len()) as u32;
-        self.over.nodes.push(Node { state, first_edge: edge });
+        self.over.nodes.push(Node {
+            state,
+            first_edge: edge,
+        });
         id
     }
 
@@ -101,7 +104,10 @@ impl Layered<'_> {
         let b = self.base.nodes.len() as u32;
         let id = (self.base.edges.len() + self.over.edges.len()) as u32;
         let local = (from - b) as usize;
-        self.over.edges.push(Edge { to, next: self.over.nodes[local].first_edge });
+        self.over.edges.push(Edge {
+            to,
+            next: self.over.nodes[local].first_edge,
+        });
         self.over.nodes[local].first_edge = id;
         true
     }

@@ -84,7 +84,10 @@ impl GlrState {
     /// Back to the start of input, keeping every buffer's capacity.
     pub fn reset(&mut self, tables: &TablesRef<'_>) {
         self.gss.clear();
-        self.gss.nodes.push(gss::Node { state: tables.start_state, first_edge: gss::NONE });
+        self.gss.nodes.push(gss::Node {
+            state: tables.start_state,
+            first_edge: gss::NONE,
+        });
         self.heads.clear();
         self.frontiers.clear();
         self.frontiers.push(0);
@@ -130,12 +133,25 @@ impl GlrState {
                 if !tables.may_end(lx.terminal, lx.state, Some(b)) {
                     continue;
                 }
-                let (hs, he) = (self.frontiers[lx.origin as usize] as usize, self.frontiers[lx.origin as usize + 1] as usize);
+                let (hs, he) = (
+                    self.frontiers[lx.origin as usize] as usize,
+                    self.frontiers[lx.origin as usize + 1] as usize,
+                );
                 if lx.ignore {
                     self.new_heads.extend_from_slice(&self.heads[hs..he]);
                 } else {
-                    let mut layered = Layered { base: &self.gss, over: &mut self.overlay };
-                    step::step(tables, &mut layered, &self.heads[hs..he], lx.terminal, &mut self.scratch, &mut self.new_heads);
+                    let mut layered = Layered {
+                        base: &self.gss,
+                        over: &mut self.overlay,
+                    };
+                    step::step(
+                        tables,
+                        &mut layered,
+                        &self.heads[hs..he],
+                        lx.terminal,
+                        &mut self.scratch,
+                        &mut self.new_heads,
+                    );
                 }
             }
             self.new_heads.sort_unstable();
@@ -161,7 +177,12 @@ impl GlrState {
                 bits &= bits - 1;
                 let s = tables.dfa_next(tables.dfa_start[t as usize], b);
                 if s != 0 {
-                    self.lexemes.push(Lexeme { terminal: t, state: s, origin: p as u32, ignore: false });
+                    self.lexemes.push(Lexeme {
+                        terminal: t,
+                        state: s,
+                        origin: p as u32,
+                        ignore: false,
+                    });
                 }
             }
         }
@@ -169,7 +190,12 @@ impl GlrState {
             for &t in tables.ignore {
                 let s = tables.dfa_next(tables.dfa_start[t as usize], b);
                 if s != 0 {
-                    self.lexemes.push(Lexeme { terminal: t, state: s, origin: p as u32, ignore: true });
+                    self.lexemes.push(Lexeme {
+                        terminal: t,
+                        state: s,
+                        origin: p as u32,
+                        ignore: true,
+                    });
                 }
             }
         }
@@ -219,7 +245,10 @@ impl GlrState {
         let mut guard = self.accept_scratch.borrow_mut();
         let (scratch, overlay, heads) = &mut *guard;
         overlay.clear();
-        let mut layered = Layered { base: &self.gss, over: overlay };
+        let mut layered = Layered {
+            base: &self.gss,
+            over: overlay,
+        };
         if p == 0 {
             heads.clear();
             return step::step(tables, &mut layered, &[0], eof, scratch, heads);
@@ -229,9 +258,19 @@ impl GlrState {
             if lx.ignore || !tables.may_end(lx.terminal, lx.state, None) {
                 continue;
             }
-            let (hs, he) = (self.frontiers[lx.origin as usize] as usize, self.frontiers[lx.origin as usize + 1] as usize);
+            let (hs, he) = (
+                self.frontiers[lx.origin as usize] as usize,
+                self.frontiers[lx.origin as usize + 1] as usize,
+            );
             heads.clear();
-            step::step(tables, &mut layered, &self.heads[hs..he], lx.terminal, scratch, heads);
+            step::step(
+                tables,
+                &mut layered,
+                &self.heads[hs..he],
+                lx.terminal,
+                scratch,
+                heads,
+            );
             let shifted = std::mem::take(heads);
             let mut none = Vec::new();
             let accepted = step::step(tables, &mut layered, &shifted, eof, scratch, &mut none);

@@ -30,7 +30,14 @@ pub(crate) struct StepScratch {
 /// Runs reductions on lookahead `t` from `heads`, then shifts `t`, appending the new
 /// head nodes to `out`. With `t == eof`, there is no shift: returns whether Accept
 /// was reached. Nodes are written to `gss.over`.
-pub(crate) fn step(tables: &TablesRef<'_>, gss: &mut Layered<'_>, heads: &[u32], t: u32, s: &mut StepScratch, out: &mut Vec<u32>) -> bool {
+pub(crate) fn step(
+    tables: &TablesRef<'_>,
+    gss: &mut Layered<'_>,
+    heads: &[u32],
+    t: u32,
+    s: &mut StepScratch,
+    out: &mut Vec<u32>,
+) -> bool {
     s.reduced.clear();
     s.shifts.clear();
     s.shifted.clear();
@@ -57,7 +64,9 @@ pub(crate) fn step(tables: &TablesRef<'_>, gss: &mut Layered<'_>, heads: &[u32],
                         paths(gss, v, len, s);
                         for i in 0..s.ends.len() {
                             let u = s.ends[i];
-                            let Some(target) = tables.goto(gss.node(u).state, lhs) else { continue };
+                            let Some(target) = tables.goto(gss.node(u).state, lhs) else {
+                                continue;
+                            };
                             match s.reduced.iter().find(|&&(st, _)| st == target) {
                                 Some(&(_, w)) => new_edge |= gss.add_edge(w, u),
                                 None => {

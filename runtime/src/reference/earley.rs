@@ -41,7 +41,11 @@ impl EarleyGrammar {
     pub(crate) fn new(g: &Grammar, dfas: Vec<ByteDfa>) -> Result<Self, ReferenceError> {
         let bad = |m: String| Err(ReferenceError::InvalidGrammar(m));
         if dfas.len() != g.terminals.len() {
-            return bad(format!("{} terminals but {} DFAs", g.terminals.len(), dfas.len()));
+            return bad(format!(
+                "{} terminals but {} DFAs",
+                g.terminals.len(),
+                dfas.len()
+            ));
         }
         let nt = g.nonterminals.len() as u32;
         if g.start >= nt {
@@ -53,8 +57,12 @@ impl EarleyGrammar {
             }
             for s in &r.rhs {
                 match *s {
-                    Symbol::Terminal(t) if t as usize >= dfas.len() => return bad("terminal out of range".into()),
-                    Symbol::Nonterminal(n) if n >= nt => return bad("nonterminal out of range".into()),
+                    Symbol::Terminal(t) if t as usize >= dfas.len() => {
+                        return bad("terminal out of range".into())
+                    }
+                    Symbol::Nonterminal(n) if n >= nt => {
+                        return bad("nonterminal out of range".into())
+                    }
                     _ => {}
                 }
             }
@@ -67,7 +75,13 @@ impl EarleyGrammar {
         let mut syms = Vec::new();
         let mut rules_by_lhs = vec![Vec::new(); nt as usize + 1];
         let augmented = std::iter::once((nt, vec![Symbol::Nonterminal(g.start)]));
-        for (i, (l, rhs)) in g.rules.iter().map(|r| (r.lhs, r.rhs.clone())).chain(augmented).enumerate() {
+        for (i, (l, rhs)) in g
+            .rules
+            .iter()
+            .map(|r| (r.lhs, r.rhs.clone()))
+            .chain(augmented)
+            .enumerate()
+        {
             lhs.push(l);
             syms.extend(rhs);
             rhs_start.push(syms.len() as u32);
@@ -76,7 +90,12 @@ impl EarleyGrammar {
         let mut nullable = g.nullable_nonterminals();
         nullable.push(nullable[g.start as usize]);
         let flat_rules: Vec<(u32, Vec<Symbol>)> = (0..lhs.len())
-            .map(|r| (lhs[r], syms[rhs_start[r] as usize..rhs_start[r + 1] as usize].to_vec()))
+            .map(|r| {
+                (
+                    lhs[r],
+                    syms[rhs_start[r] as usize..rhs_start[r + 1] as usize].to_vec(),
+                )
+            })
             .collect();
         let viability = Viability::new(g, &dfas, &flat_rules, nt as usize + 1);
         Ok(EarleyGrammar {
@@ -105,7 +124,8 @@ impl EarleyGrammar {
     #[inline]
     fn may_end(&self, t: u32, state: u32, next: Option<u8>) -> bool {
         let dfa = &self.dfas[t as usize];
-        dfa.is_accepting(state) && (self.lazy[t as usize] || next.is_none_or(|b| !dfa.extends(state, b)))
+        dfa.is_accepting(state)
+            && (self.lazy[t as usize] || next.is_none_or(|b| !dfa.extends(state, b)))
     }
 }
 
@@ -119,7 +139,10 @@ struct Item {
 
 impl Item {
     fn advance(self) -> Item {
-        Item { dot: self.dot + 1, ..self }
+        Item {
+            dot: self.dot + 1,
+            ..self
+        }
     }
 }
 
@@ -213,7 +236,11 @@ impl EarleyRecognizer {
         let p = self.sets.len();
         out.clear();
         if p == 0 {
-            out.push(Item { rule: self.g.start_rule, dot: 0, origin: 0 });
+            out.push(Item {
+                rule: self.g.start_rule,
+                dot: 0,
+                origin: 0,
+            });
             return;
         }
         for lx in &self.lexemes[self.frame(p)] {
@@ -227,7 +254,12 @@ impl EarleyRecognizer {
                 }
             } else {
                 let t = Symbol::Terminal(lx.terminal);
-                out.extend(origin.iter().filter(|&&it| self.g.next_symbol(it) == Some(t)).map(|it| it.advance()));
+                out.extend(
+                    origin
+                        .iter()
+                        .filter(|&&it| self.g.next_symbol(it) == Some(t))
+                        .map(|it| it.advance()),
+                );
             }
         }
     }
@@ -235,7 +267,14 @@ impl EarleyRecognizer {
     /// Completes `work` (the kernel of set `p`) to a full Earley set in place: predict,
     /// complete, and step over nullable nonterminals at prediction time (Aycock &
     /// Horspool), so completions of items that started at `p` itself are never needed.
-    fn close(g: &EarleyGrammar, items: &[Item], sets: &[(u32, u32)], p: u32, work: &mut Vec<Item>, seen: &mut ItemSet) {
+    fn close(
+        g: &EarleyGrammar,
+        items: &[Item],
+        sets: &[(u32, u32)],
+        p: u32,
+        work: &mut Vec<Item>,
+        seen: &mut ItemSet,
+    ) {
         seen.clear();
         work.retain(|&it| seen.insert(it));
         let mut i = 0;
@@ -254,7 +293,11 @@ impl EarleyRecognizer {
                 }
                 Some(Symbol::Nonterminal(a)) => {
                     for &r in &g.rules_by_lhs[a as usize] {
-                        let predicted = Item { rule: r, dot: 0, origin: p };
+                        let predicted = Item {
+                            rule: r,
+                            dot: 0,
+                            origin: p,
+                        };
                         if seen.insert(predicted) {
                             work.push(predicted);
                         }
@@ -272,7 +315,14 @@ impl EarleyRecognizer {
 impl EarleyRecognizer {
     /// Continuation sets before `rhs[dot..]` of an item of `rule` started at `origin`,
     /// while set `p` is being built with continuation table `current`.
-    fn item_cont(&self, rule: u32, dot: u32, origin: u32, p: usize, current: &[(u32, Bits, Bits)]) -> (Bits, Bits) {
+    fn item_cont(
+        &self,
+        rule: u32,
+        dot: u32,
+        origin: u32,
+        p: usize,
+        current: &[(u32, Bits, Bits)],
+    ) -> (Bits, Bits) {
         let v = &self.g.viability;
         let (any, nonempty);
         let after = if rule == self.g.start_rule {
@@ -281,7 +331,11 @@ impl EarleyRecognizer {
             (&any, &nonempty)
         } else {
             let a = self.g.lhs[rule as usize];
-            let table = if origin as usize == p { current } else { &self.conts[origin as usize][..] };
+            let table = if origin as usize == p {
+                current
+            } else {
+                &self.conts[origin as usize][..]
+            };
             match table.iter().find(|e| e.0 == a) {
                 Some((_, x, y)) => (x, y),
                 None => {
@@ -312,7 +366,10 @@ impl EarleyRecognizer {
             for &it in work {
                 if let Some(Symbol::Nonterminal(a)) = self.g.next_symbol(it) {
                     let (any, nonempty) = self.item_cont(it.rule, it.dot + 1, it.origin, p, &table);
-                    let entry = table.iter_mut().find(|e| e.0 == a).expect("entry created above");
+                    let entry = table
+                        .iter_mut()
+                        .find(|e| e.0 == a)
+                        .expect("entry created above");
                     changed |= union_into(&mut entry.1, &any);
                     changed |= union_into(&mut entry.2, &nonempty);
                 }
@@ -331,7 +388,14 @@ impl crate::ByteRecognizer for EarleyRecognizer {
         let mut work = std::mem::take(&mut self.scratch);
         self.kernel(Some(b), true, &mut work);
         if !work.is_empty() {
-            Self::close(&self.g, &self.items, &self.sets, p as u32, &mut work, &mut self.seen);
+            Self::close(
+                &self.g,
+                &self.items,
+                &self.sets,
+                p as u32,
+                &mut work,
+                &mut self.seen,
+            );
         }
         let table = self.set_conts(&work, p);
         self.target_marks.push(self.targets.len() as u32);
@@ -347,12 +411,21 @@ impl crate::ByteRecognizer for EarleyRecognizer {
                 let mut target = v.no_classes();
                 for &j in &work {
                     if self.g.next_symbol(j) == Some(Symbol::Terminal(t)) {
-                        union_into(&mut target, &self.item_cont(j.rule, j.dot + 1, j.origin, p, &table).0);
+                        union_into(
+                            &mut target,
+                            &self.item_cont(j.rule, j.dot + 1, j.origin, p, &table).0,
+                        );
                     }
                 }
                 let s = self.g.dfas[t as usize].next(self.g.dfas[t as usize].start, b);
                 if s != ByteDfa::DEAD && v.lexeme_viable(t, s, &target) {
-                    self.lexemes.push(Lexeme { terminal: t, state: s, origin: p as u32, ignore: false, target: self.targets.len() as u32 });
+                    self.lexemes.push(Lexeme {
+                        terminal: t,
+                        state: s,
+                        origin: p as u32,
+                        ignore: false,
+                        target: self.targets.len() as u32,
+                    });
                     self.targets.push(target);
                 }
             }
@@ -365,18 +438,28 @@ impl crate::ByteRecognizer for EarleyRecognizer {
         if !work.is_empty() && !self.g.ignore.is_empty() && (p > 0 || self.g.allow_initial_skip) {
             let mut target = v.no_classes();
             for &j in &work {
-                union_into(&mut target, &self.item_cont(j.rule, j.dot, j.origin, p, &table).1);
+                union_into(
+                    &mut target,
+                    &self.item_cont(j.rule, j.dot, j.origin, p, &table).1,
+                );
             }
             for &t in &self.g.ignore {
                 let s = self.g.dfas[t as usize].next(self.g.dfas[t as usize].start, b);
                 if s != ByteDfa::DEAD && v.lexeme_viable(t, s, &target) {
-                    self.lexemes.push(Lexeme { terminal: t, state: s, origin: p as u32, ignore: true, target: self.targets.len() as u32 });
+                    self.lexemes.push(Lexeme {
+                        terminal: t,
+                        state: s,
+                        origin: p as u32,
+                        ignore: true,
+                        target: self.targets.len() as u32,
+                    });
                     self.targets.push(target.clone());
                 }
             }
         }
         self.items.extend_from_slice(&work);
-        self.sets.push((items_before as u32, self.items.len() as u32));
+        self.sets
+            .push((items_before as u32, self.items.len() as u32));
         self.conts.push(table);
         self.scratch = work;
 
@@ -389,7 +472,12 @@ impl crate::ByteRecognizer for EarleyRecognizer {
                 continue;
             }
             let s = dfa.next(lx.state, b);
-            if s != ByteDfa::DEAD && self.g.viability.lexeme_viable(lx.terminal, s, &self.targets[lx.target as usize]) {
+            if s != ByteDfa::DEAD
+                && self
+                    .g
+                    .viability
+                    .lexeme_viable(lx.terminal, s, &self.targets[lx.target as usize])
+            {
                 self.lexemes.push(Lexeme { state: s, ..lx });
             }
         }
@@ -428,8 +516,19 @@ impl crate::ByteRecognizer for EarleyRecognizer {
         let mut work = Vec::new();
         self.kernel(None, false, &mut work);
         let mut seen = ItemSet::default();
-        Self::close(&self.g, &self.items, &self.sets, self.sets.len() as u32, &mut work, &mut seen);
-        let done = Item { rule: self.g.start_rule, dot: 1, origin: 0 };
+        Self::close(
+            &self.g,
+            &self.items,
+            &self.sets,
+            self.sets.len() as u32,
+            &mut work,
+            &mut seen,
+        );
+        let done = Item {
+            rule: self.g.start_rule,
+            dot: 1,
+            origin: 0,
+        };
         work.contains(&done)
     }
 }

@@ -40,7 +40,11 @@ pub(crate) fn intersects(a: &Bits, b: &Bits) -> bool {
     a.iter().zip(b).any(|(x, y)| x & y != 0)
 }
 fn ones(b: &Bits) -> impl Iterator<Item = usize> + '_ {
-    b.iter().enumerate().flat_map(|(w, &word)| (0..64).filter(move |i| word >> i & 1 != 0).map(move |i| w * 64 + i))
+    b.iter().enumerate().flat_map(|(w, &word)| {
+        (0..64)
+            .filter(move |i| word >> i & 1 != 0)
+            .map(move |i| w * 64 + i)
+    })
 }
 
 /// The (first byte class → exit classes) relation of a symbol string, plus whether
@@ -69,7 +73,12 @@ pub(crate) struct Viability {
 
 impl Viability {
     /// Builds the tables; `rules` is the augmented rule list as `(lhs, rhs)`.
-    pub(crate) fn new(g: &Grammar, dfas: &[ByteDfa], rules: &[(u32, Vec<Symbol>)], num_nonterminals: usize) -> Self {
+    pub(crate) fn new(
+        g: &Grammar,
+        dfas: &[ByteDfa],
+        rules: &[(u32, Vec<Symbol>)],
+        num_nonterminals: usize,
+    ) -> Self {
         // Exit classes: the set of bytes allowed after a lexeme ending in an accepting state.
         let mut intern: HashMap<[u64; 4], usize> = HashMap::new();
         let mut class_bytes: Vec<[u64; 4]> = Vec::new();
@@ -102,7 +111,11 @@ impl Viability {
         let mut byte_class = [0u16; 256];
         for b in 0..256usize {
             let mut sig: Vec<u32> = dfas.iter().map(|d| d.next(d.start, b as u8)).collect();
-            sig.extend(class_bytes.iter().map(|c| (c[b / 64] >> (b % 64) & 1) as u32));
+            sig.extend(
+                class_bytes
+                    .iter()
+                    .map(|c| (c[b / 64] >> (b % 64) & 1) as u32),
+            );
             let n = signature_class.len() as u16;
             byte_class[b] = *signature_class.entry(sig).or_insert(n);
         }
@@ -166,7 +179,10 @@ impl Viability {
             .enumerate()
             .map(|(t, d)| Rel {
                 nullable: false,
-                by_first: representative.iter().map(|&b| reach[t][d.next(d.start, b) as usize].clone()).collect(),
+                by_first: representative
+                    .iter()
+                    .map(|&b| reach[t][d.next(d.start, b) as usize].clone())
+                    .collect(),
             })
             .collect();
 
@@ -183,7 +199,9 @@ impl Viability {
                 while let Some(e) = stack.pop() {
                     for &it in &g.ignore {
                         for fc in (0..num_byte_classes).filter(|&fc| class_allows(e, fc)) {
-                            for e2 in ones(&lexeme_rel[it as usize].by_first[fc]).collect::<Vec<_>>() {
+                            for e2 in
+                                ones(&lexeme_rel[it as usize].by_first[fc]).collect::<Vec<_>>()
+                            {
                                 if !get(&seen, e2) {
                                     set(&mut seen, e2);
                                     stack.push(e2);
@@ -204,11 +222,24 @@ impl Viability {
             })
             .collect();
 
-        let mut v = Viability { classes, byte_class, num_byte_classes, allowed_first, reach, suffix: Vec::new() };
+        let mut v = Viability {
+            classes,
+            byte_class,
+            num_byte_classes,
+            allowed_first,
+            reach,
+            suffix: Vec::new(),
+        };
 
         // Fixpoint: relation of every nonterminal.
-        let empty = Rel { nullable: false, by_first: vec![bits(classes); num_byte_classes] };
-        let epsilon = Rel { nullable: true, ..empty.clone() };
+        let empty = Rel {
+            nullable: false,
+            by_first: vec![bits(classes); num_byte_classes],
+        };
+        let epsilon = Rel {
+            nullable: true,
+            ..empty.clone()
+        };
         let mut nt_rel = vec![empty.clone(); num_nonterminals];
         let mut changed = true;
         while changed {
@@ -227,7 +258,11 @@ impl Viability {
         }
         v.suffix = rules
             .iter()
-            .map(|(_, rhs)| (0..=rhs.len()).map(|d| v.string_rel(&rhs[d..], &lexeme_rel, &nt_rel, &epsilon)).collect())
+            .map(|(_, rhs)| {
+                (0..=rhs.len())
+                    .map(|d| v.string_rel(&rhs[d..], &lexeme_rel, &nt_rel, &epsilon))
+                    .collect()
+            })
             .collect();
         v
     }
@@ -275,7 +310,10 @@ impl Viability {
                 union_into(out, &x.by_first[fc]);
             }
         }
-        Rel { nullable: x.nullable && y.nullable, by_first }
+        Rel {
+            nullable: x.nullable && y.nullable,
+            by_first,
+        }
     }
 
     /// An empty set of exit classes.
@@ -296,7 +334,13 @@ impl Viability {
     /// `after_nonempty`: completions with at least one more non-ignore lexeme), the
     /// same two sets before the suffix `rhs[dot..]` of `rule`: the exit classes of the
     /// preceding lexeme from which a valid completion exists.
-    pub(crate) fn before_suffix(&self, rule: usize, dot: usize, after_any: &Bits, after_nonempty: &Bits) -> (Bits, Bits) {
+    pub(crate) fn before_suffix(
+        &self,
+        rule: usize,
+        dot: usize,
+        after_any: &Bits,
+        after_nonempty: &Bits,
+    ) -> (Bits, Bits) {
         let rel = &self.suffix[rule][dot];
         let mut firsts = bits(self.num_byte_classes);
         for (fc, exits) in rel.by_first.iter().enumerate() {

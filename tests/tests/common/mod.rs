@@ -54,7 +54,13 @@ pub fn strings(alphabet: &[u8], max: usize) -> Vec<Vec<u8>> {
 /// straight from the definition in DESIGN.md §1: choose a terminal sequence the rules
 /// derive, a word per terminal, ignore lexemes between lexemes, and keep the strings
 /// whose adjacent lexemes satisfy the greedy / lazy rule.
-pub fn sentences(g: &Grammar, dfas: &[ByteDfa], alphabet: &[u8], max_word: usize, max_len: usize) -> BTreeSet<Vec<u8>> {
+pub fn sentences(
+    g: &Grammar,
+    dfas: &[ByteDfa],
+    alphabet: &[u8],
+    max_word: usize,
+    max_len: usize,
+) -> BTreeSet<Vec<u8>> {
     let words: Vec<Vec<Vec<u8>>> = dfas
         .iter()
         .enumerate()
@@ -62,12 +68,20 @@ pub fn sentences(g: &Grammar, dfas: &[ByteDfa], alphabet: &[u8], max_word: usize
             strings(alphabet, max_word)
                 .into_iter()
                 .filter(|w| d.is_accepting(d.run(w)))
-                .filter(|w| !g.terminals[t].lazy || (1..w.len()).all(|k| !d.is_accepting(d.run(&w[..k]))))
+                .filter(|w| {
+                    !g.terminals[t].lazy || (1..w.len()).all(|k| !d.is_accepting(d.run(&w[..k])))
+                })
                 .collect()
         })
         .collect();
     let mut seqs: BTreeSet<Vec<u32>> = BTreeSet::new();
-    expand(g, &[Symbol::Nonterminal(g.start)], &mut Vec::new(), &mut seqs, max_len);
+    expand(
+        g,
+        &[Symbol::Nonterminal(g.start)],
+        &mut Vec::new(),
+        &mut seqs,
+        max_len,
+    );
     let mut out = BTreeSet::new();
     for seq in seqs {
         let mut lexemes: Vec<(u32, Vec<u8>)> = Vec::new();
@@ -77,7 +91,13 @@ pub fn sentences(g: &Grammar, dfas: &[ByteDfa], alphabet: &[u8], max_word: usize
 }
 
 /// Terminal sequences (without ignore terminals) derivable from `todo`, at most `max` long.
-fn expand(g: &Grammar, todo: &[Symbol], done: &mut Vec<u32>, out: &mut BTreeSet<Vec<u32>>, max: usize) {
+fn expand(
+    g: &Grammar,
+    todo: &[Symbol],
+    done: &mut Vec<u32>,
+    out: &mut BTreeSet<Vec<u32>>,
+    max: usize,
+) {
     if done.len() > max {
         return;
     }
@@ -121,11 +141,23 @@ fn place(
         out.insert(lexemes.iter().flat_map(|l| l.1.clone()).collect());
         return;
     }
-    let fits = |lexemes: &Vec<(u32, Vec<u8>)>, w: &[u8]| lexemes.last().is_none_or(|p| greedy_ok(g, dfas, p, w[0]));
+    let fits = |lexemes: &Vec<(u32, Vec<u8>)>, w: &[u8]| {
+        lexemes.last().is_none_or(|p| greedy_ok(g, dfas, p, w[0]))
+    };
     for w in &words[seq[i] as usize] {
         if len + w.len() <= max_len && fits(lexemes, w) {
             lexemes.push((seq[i], w.clone()));
-            place(g, dfas, words, seq, i + 1, lexemes, len + w.len(), max_len, out);
+            place(
+                g,
+                dfas,
+                words,
+                seq,
+                i + 1,
+                lexemes,
+                len + w.len(),
+                max_len,
+                out,
+            );
             lexemes.pop();
         }
     }
@@ -149,20 +181,29 @@ fn place(
 /// Parses, normalizes and lexes a shipped grammar `grammars/<name>.lark`.
 pub fn shipped_grammar(name: &str) -> stackmask_compiler::pipeline::LexedGrammar {
     let path = workspace().join("grammars").join(format!("{name}.lark"));
-    stackmask_compiler::pipeline::lex_grammar_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    stackmask_compiler::pipeline::lex_grammar_file(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// A reference engine (no vocabulary needed for byte-level recognition: the `bytes`
 /// tokenizer is cheap) for a lexed grammar and tokenizer spec.
-pub fn engine_for(lexed: &stackmask_compiler::pipeline::LexedGrammar, spec: &str) -> stackmask_runtime::reference::ReferenceEngine {
-    let tok = stackmask_compiler::vocab::load_tokenizer(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-    stackmask_compiler::pipeline::reference_engine(lexed, &tok).unwrap_or_else(|e| panic!("{spec}: {e}"))
+pub fn engine_for(
+    lexed: &stackmask_compiler::pipeline::LexedGrammar,
+    spec: &str,
+) -> stackmask_runtime::reference::ReferenceEngine {
+    let tok =
+        stackmask_compiler::vocab::load_tokenizer(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    stackmask_compiler::pipeline::reference_engine(lexed, &tok)
+        .unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
 
 /// Whether `bytes` is a sentence, by a fresh recognizer: all bytes pushed and accepting.
 /// On rejection, returns the offset of the first refused byte (`Err(len)` if every byte
 /// was a viable prefix but the whole is not a sentence).
-pub fn recognize(engine: &stackmask_runtime::reference::ReferenceEngine, bytes: &[u8]) -> Result<(), usize> {
+pub fn recognize(
+    engine: &stackmask_runtime::reference::ReferenceEngine,
+    bytes: &[u8],
+) -> Result<(), usize> {
     use stackmask_runtime::ByteRecognizer;
     let mut rec = engine.recognizer();
     for (i, &b) in bytes.iter().enumerate() {

@@ -1,0 +1,76 @@
+//! Artifact stage: everything compiled, written as one `.smask` file (layout in
+//! `formats/ARTIFACT.md` and [`stackmask_formats::layout`]).
+
+use crate::pipeline::{CompiledParser, LexedGrammar};
+use stackmask_formats::artifact::{content_hash, ArtifactError, ArtifactWriter};
+use stackmask_formats::layout::{self, ArtifactMeta};
+use stackmask_formats::vocab::kind_to_code;
+use stackmask_formats::{TokenTrie, Vocabulary};
+
+/// What goes into an artifact besides the compiled tables.
+pub struct ArtifactInputs<'a> {
+    /// The grammar source text (hashed into the header).
+    pub grammar_source: &'a str,
+    /// The grammar file name.
+    pub grammar_name: &'a str,
+    /// The tokenizer spec.
+    pub tokenizer: &'a str,
+    /// The vocabulary.
+    pub vocab: &'a Vocabulary,
+    /// Its trie.
+    pub trie: &'a TokenTrie,
+}
+
+/// Serializes a compiled grammar and its vocabulary into artifact bytes.
+pub fn build_artifact(
+    lexed: &LexedGrammar,
+    compiled: &CompiledParser,
+    inputs: &ArtifactInputs<'_>,
+) -> Result<Vec<u8>, ArtifactError> {
+    let t = &compiled.tables;
+    let lr = &t.lr;
+    let meta = ArtifactMeta {
+        stackmask_version: env!("CARGO_PKG_VERSION").to_string(),
+        grammar_name: inputs.grammar_name.to_string(),
+        tokenizer: inputs.tokenizer.to_string(),
+        grammar: lexed.grammar.clone(),
+        vocab_len: inputs.vocab.len() as u32,
+        eos: inputs.vocab.eos,
+        num_terminals: lr.num_terminals,
+        num_nonterminals: lr.num_nonterminals,
+        num_states: lr.num_states,
+        start_state: lr.start_state,
+        expected_words: t.expected_words,
+        allow_initial_skip: t.allow_initial_skip,
+        conflicts: compiled.automaton.conflicts.len() as u32,
+    };
+    let mut w = ArtifactWriter::new(
+        content_hash(inputs.grammar_source.as_bytes()),
+        inputs.vocab.content_hash(),
+    );
+    w.add_bincode(layout::META, &meta)?;
+    w.add_pod(layout::DFA_TRANS, &t.dfa_trans)?;
+    w.add_pod(layout::DFA_FLAGS, &t.dfa_flags)?;
+    w.add_pod(layout::DFA_START, &t.dfa_start)?;
+    w.add_pod(layout::DFA_BASE, &t.dfa_base)?;
+    w.add_pod(layout::LAZY, &t.lazy)?;
+    w.add_pod(layout::IGNORE, &t.ignore)?;
+    w.add_pod(layout::LR_ACTION_INDEX, &lr.action_index)?;
+    w.add_pod(layout::LR_ACTIONS, &lr.actions)?;
+    w.add_pod(layout::LR_GOTO, &lr.goto)?;
+    w.add_pod(layout::RULE_LHS, &lr.rule_lhs)?;
+    w.add_pod(layout::RULE_LEN, &lr.rule_len)?;
+    w.add_pod(layout::EXPECTED, &t.expected)?;
+    w.add_pod(layout::VOCAB_BYTES, &inputs.vocab.bytes)?;
+    w.add_pod(layout::VOCAB_OFFSETS, &inputs.vocab.offsets)?;
+    let kinds: Vec<u8> = inputs
+        .vocab
+        .kinds
+        .iter()
+        .map(|&k| kind_to_code(k))
+        .collect();
+    w.add_pod(layout::VOCAB_KINDS, &kinds)?;
+    w.add_pod(layout::TRIE_NODES, &inputs.trie.nodes)?;
+    w.add_pod(layout::TRIE_TOKENS, &inputs.trie.token_ids)?;
+    Ok(w.finish())
+}

@@ -1,0 +1,89 @@
+//! What a `.smask` artifact contains: its section kinds and its metadata.
+//!
+//! The container ([`crate::artifact`]) knows nothing of these; this module is the one
+//! place where the compiler (writer) and the runtime (reader) agree on them. Large
+//! arrays are their own sections so the runtime uses them in place; everything small
+//! and structured is the bincode [`ArtifactMeta`].
+
+use crate::artifact::SectionKind;
+use crate::Grammar;
+use serde::{Deserialize, Serialize};
+
+/// Metadata (bincode).
+pub const META: SectionKind = SectionKind::from_tag(*b"META");
+/// All terminal DFAs merged: transitions (`u32`, 256 per state).
+pub const DFA_TRANS: SectionKind = SectionKind::from_tag(*b"DFAT");
+/// Merged DFA state flags (`u8`).
+pub const DFA_FLAGS: SectionKind = SectionKind::from_tag(*b"DFAF");
+/// Per terminal: start state in the merged table (`u32`).
+pub const DFA_START: SectionKind = SectionKind::from_tag(*b"DFAS");
+/// Per terminal + 1: first merged state of each terminal's DFA (`u32`), to rebuild
+/// per-terminal DFAs for the reference path.
+pub const DFA_BASE: SectionKind = SectionKind::from_tag(*b"DFAB");
+/// Per terminal: lazy flag (`u8`).
+pub const LAZY: SectionKind = SectionKind::from_tag(*b"LAZY");
+/// Ignore terminals (`u32`).
+pub const IGNORE: SectionKind = SectionKind::from_tag(*b"IGNR");
+/// LR action index (`u32`, CSR offsets).
+pub const LR_ACTION_INDEX: SectionKind = SectionKind::from_tag(*b"LRAI");
+/// LR actions (`u32`, encoded).
+pub const LR_ACTIONS: SectionKind = SectionKind::from_tag(*b"LRAC");
+/// LR goto table (`u32`).
+pub const LR_GOTO: SectionKind = SectionKind::from_tag(*b"LRGO");
+/// Rule left-hand sides (`u32`).
+pub const RULE_LHS: SectionKind = SectionKind::from_tag(*b"RLHS");
+/// Rule lengths (`u32`).
+pub const RULE_LEN: SectionKind = SectionKind::from_tag(*b"RLEN");
+/// Per LR state: expected-terminal bitsets (`u64`).
+pub const EXPECTED: SectionKind = SectionKind::from_tag(*b"EXPT");
+/// Vocabulary: concatenated token bytes (`u8`).
+pub const VOCAB_BYTES: SectionKind = SectionKind::from_tag(*b"VBYT");
+/// Vocabulary: offsets (`u32`, `len + 1`).
+pub const VOCAB_OFFSETS: SectionKind = SectionKind::from_tag(*b"VOFF");
+/// Vocabulary: kinds (`u8`: 0 normal, 1 special, 2 unused).
+pub const VOCAB_KINDS: SectionKind = SectionKind::from_tag(*b"VKND");
+/// Token trie nodes ([`crate::TrieNode`]).
+pub const TRIE_NODES: SectionKind = SectionKind::from_tag(*b"TRIN");
+/// Token trie token ids (`u32`).
+pub const TRIE_TOKENS: SectionKind = SectionKind::from_tag(*b"TRIT");
+
+/// Small structured facts about an artifact.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactMeta {
+    /// Version of the stackmask that wrote it.
+    pub stackmask_version: String,
+    /// The grammar file name as given to the compiler.
+    pub grammar_name: String,
+    /// The tokenizer spec (`tiktoken:o200k_base`, `hf:…`, `bytes`).
+    pub tokenizer: String,
+    /// The normalized grammar, for the embedded reference path (`--check-reference`).
+    pub grammar: Grammar,
+    /// Number of token ids (the mask width in bits).
+    pub vocab_len: u32,
+    /// The end-of-sequence token id.
+    pub eos: u32,
+    /// LR columns: grammar terminals + end of input.
+    pub num_terminals: u32,
+    /// LR nonterminal columns.
+    pub num_nonterminals: u32,
+    /// Number of LR states.
+    pub num_states: u32,
+    /// Initial LR state.
+    pub start_state: u32,
+    /// Words per state in the expected-terminal sets.
+    pub expected_words: u32,
+    /// Whether ignore lexemes may come first.
+    pub allow_initial_skip: bool,
+    /// Number of conflicting LR cells (GLR forks), for `inspect`.
+    pub conflicts: u32,
+}
+
+/// Token kind codes in [`VOCAB_KINDS`].
+pub mod kind_code {
+    /// [`crate::TokenKind::Normal`].
+    pub const NORMAL: u8 = 0;
+    /// [`crate::TokenKind::Special`].
+    pub const SPECIAL: u8 = 1;
+    /// [`crate::TokenKind::Unused`].
+    pub const UNUSED: u8 = 2;
+}

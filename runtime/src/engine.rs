@@ -1,0 +1,365 @@
+//! `Engine`: a loaded artifact, shared by every request (`Send + Sync`).
+//!
+//! The file is memory-mapped and its large arrays are used in place: loading parses
+//! the container (every checksum), decodes the metadata, and validates every array
+//! the runtime will index — DFA targets, LR actions and gotos, vocabulary offsets,
+//! the trie's DFS structure — so that afterwards no index derived from the file can
+//! be out of bounds. A truncated, corrupted or mismatched file is an
+//! [`EngineError`], never a panic.
+
+use crate::reference::ReferenceEngine;
+use bytemuck::Pod;
+use stackmask_formats::artifact::{AlignedBytes, Artifact, ArtifactError, SectionKind};
+use stackmask_formats::layout::{self, ArtifactMeta};
+use stackmask_formats::parser::split_dfas;
+use stackmask_formats::{
+    KindsRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef, Vocabulary,
+};
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// Why an artifact could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The file could not be opened or mapped.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The container is malformed (truncated, corrupted, wrong version, …).
+    #[error("{0}")]
+    Artifact(#[from] ArtifactError),
+    /// The sections are well-formed but do not describe a consistent parser.
+    #[error("invalid artifact contents: {0}")]
+    Invalid(String),
+    /// The artifact was compiled for another vocabulary.
+    #[error("the artifact was compiled for another vocabulary (artifact {artifact:016x}, tokenizer {expected:016x}); recompile it for this tokenizer")]
+    VocabularyMismatch {
+        /// Hash stored in the artifact.
+        artifact: u64,
+        /// Hash of the vocabulary in use.
+        expected: u64,
+    },
+}
+
+/// Where the bytes live.
+enum Backing {
+    /// An mmap of the artifact file (page-aligned, so in-place casts are aligned).
+    Mapped(memmap2::Mmap),
+    /// A 64-byte-aligned copy (tests, `from_bytes`).
+    Owned(AlignedBytes),
+}
+
+impl Backing {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Backing::Mapped(m) => m,
+            Backing::Owned(a) => a.as_bytes(),
+        }
+    }
+}
+
+/// Byte ranges of the in-place arrays within the backing, all validated at load.
+#[derive(Debug, Clone)]
+struct Ranges {
+    dfa_trans: Range<usize>,
+    dfa_flags: Range<usize>,
+    dfa_start: Range<usize>,
+    dfa_base: Range<usize>,
+    lazy: Range<usize>,
+    ignore: Range<usize>,
+    action_index: Range<usize>,
+    actions: Range<usize>,
+    goto: Range<usize>,
+    rule_lhs: Range<usize>,
+    rule_len: Range<usize>,
+    expected: Range<usize>,
+    vocab_bytes: Range<usize>,
+    vocab_offsets: Range<usize>,
+    vocab_kinds: Range<usize>,
+    trie_nodes: Range<usize>,
+    trie_tokens: Range<usize>,
+}
+
+/// A loaded artifact.
+pub struct Engine {
+    backing: Backing,
+    meta: ArtifactMeta,
+    grammar_hash: u64,
+    vocab_hash: u64,
+    ranges: Ranges,
+    reference: OnceLock<Result<Arc<ReferenceEngine>, String>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("grammar", &self.meta.grammar_name)
+            .field("tokenizer", &self.meta.tokenizer)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Maps and validates an artifact file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Engine, EngineError> {
+        let path = path.as_ref();
+        let io = |source| EngineError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: memmap2 requires that the file not be modified or truncated while
+        // mapped. Artifacts are written whole to a temporary file and renamed into place
+        // (`ArtifactWriter::write_to`), never modified in place, so a reader's mapping
+        // stays valid; a file swapped by rename keeps the old inode alive for us.
+        // Everything read through the map is validated below before use.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Self::from_backing(Backing::Mapped(map))
+    }
+
+    /// Validates an artifact held in memory.
+    pub fn from_bytes(bytes: AlignedBytes) -> Result<Engine, EngineError> {
+        Self::from_backing(Backing::Owned(bytes))
+    }
+
+    fn from_backing(backing: Backing) -> Result<Engine, EngineError> {
+        let bytes = backing.bytes();
+        let base = bytes.as_ptr() as usize;
+        let artifact = Artifact::parse(bytes)?;
+        let meta: ArtifactMeta = artifact.bincode(layout::META)?;
+        fn range<'a, T: Pod>(
+            a: &Artifact<'a>,
+            base: usize,
+            kind: SectionKind,
+        ) -> Result<(Range<usize>, &'a [T]), EngineError> {
+            let s: &[T] = a.pod(kind)?;
+            let start = s.as_ptr() as usize - base;
+            Ok((start..start + std::mem::size_of_val(s), s))
+        }
+        let (r_dfa_trans, dfa_trans) = range::<u32>(&artifact, base, layout::DFA_TRANS)?;
+        let (r_dfa_flags, dfa_flags) = range::<u8>(&artifact, base, layout::DFA_FLAGS)?;
+        let (r_dfa_start, dfa_start) = range::<u32>(&artifact, base, layout::DFA_START)?;
+        let (r_dfa_base, dfa_base) = range::<u32>(&artifact, base, layout::DFA_BASE)?;
+        let (r_lazy, lazy) = range::<u8>(&artifact, base, layout::LAZY)?;
+        let (r_ignore, ignore) = range::<u32>(&artifact, base, layout::IGNORE)?;
+        let (r_action_index, action_index) =
+            range::<u32>(&artifact, base, layout::LR_ACTION_INDEX)?;
+        let (r_actions, actions) = range::<u32>(&artifact, base, layout::LR_ACTIONS)?;
+        let (r_goto, goto) = range::<u32>(&artifact, base, layout::LR_GOTO)?;
+        let (r_rule_lhs, rule_lhs) = range::<u32>(&artifact, base, layout::RULE_LHS)?;
+        let (r_rule_len, rule_len) = range::<u32>(&artifact, base, layout::RULE_LEN)?;
+        let (r_expected, expected) = range::<u64>(&artifact, base, layout::EXPECTED)?;
+        let (r_vocab_bytes, vocab_bytes) = range::<u8>(&artifact, base, layout::VOCAB_BYTES)?;
+        let (r_vocab_offsets, vocab_offsets) =
+            range::<u32>(&artifact, base, layout::VOCAB_OFFSETS)?;
+        let (r_vocab_kinds, vocab_kinds) = range::<u8>(&artifact, base, layout::VOCAB_KINDS)?;
+        let (r_trie_nodes, trie_nodes) = range::<TrieNode>(&artifact, base, layout::TRIE_NODES)?;
+        let (r_trie_tokens, trie_tokens) = range::<u32>(&artifact, base, layout::TRIE_TOKENS)?;
+
+        let tables = TablesRef {
+            dfa_trans,
+            dfa_flags,
+            dfa_start,
+            lazy,
+            ignore,
+            allow_initial_skip: meta.allow_initial_skip,
+            num_terminals: meta.num_terminals,
+            num_nonterminals: meta.num_nonterminals,
+            start_state: meta.start_state,
+            action_index,
+            actions,
+            goto,
+            rule_lhs,
+            rule_len,
+            expected,
+            expected_words: meta.expected_words,
+        };
+        let invalid = EngineError::Invalid;
+        tables.validate().map_err(invalid)?;
+        if tables.num_states() != meta.num_states {
+            return Err(invalid("state count disagrees with the metadata".into()));
+        }
+        if dfa_base.len() != dfa_start.len() + 1 {
+            return Err(invalid(
+                "dfa: per-terminal bases have the wrong length".into(),
+            ));
+        }
+        let vocab = VocabRef {
+            bytes: vocab_bytes,
+            offsets: vocab_offsets,
+            kinds: KindsRef::Codes(vocab_kinds),
+            eos: meta.eos,
+        };
+        vocab.validate().map_err(invalid)?;
+        if vocab.len() != meta.vocab_len as usize {
+            return Err(invalid(
+                "vocabulary size disagrees with the metadata".into(),
+            ));
+        }
+        TrieRef {
+            nodes: trie_nodes,
+            token_ids: trie_tokens,
+        }
+        .validate(vocab.len())
+        .map_err(invalid)?;
+        if meta.grammar.terminals.len() + 1 != meta.num_terminals as usize {
+            return Err(invalid(
+                "grammar terminal count disagrees with the tables".into(),
+            ));
+        }
+        let (grammar_hash, vocab_hash) = (artifact.grammar_hash(), artifact.vocab_hash());
+        let ranges = Ranges {
+            dfa_trans: r_dfa_trans,
+            dfa_flags: r_dfa_flags,
+            dfa_start: r_dfa_start,
+            dfa_base: r_dfa_base,
+            lazy: r_lazy,
+            ignore: r_ignore,
+            action_index: r_action_index,
+            actions: r_actions,
+            goto: r_goto,
+            rule_lhs: r_rule_lhs,
+            rule_len: r_rule_len,
+            expected: r_expected,
+            vocab_bytes: r_vocab_bytes,
+            vocab_offsets: r_vocab_offsets,
+            vocab_kinds: r_vocab_kinds,
+            trie_nodes: r_trie_nodes,
+            trie_tokens: r_trie_tokens,
+        };
+        Ok(Engine {
+            backing,
+            meta,
+            grammar_hash,
+            vocab_hash,
+            ranges,
+            reference: OnceLock::new(),
+        })
+    }
+
+    /// An array at a range validated at load. `cast_slice` cannot fail here: the
+    /// range came from `Artifact::pod::<T>`, which checked alignment and length.
+    #[inline]
+    fn arr<T: Pod>(&self, r: &Range<usize>) -> &[T] {
+        bytemuck::cast_slice(&self.backing.bytes()[r.clone()])
+    }
+
+    /// The parser tables, in place.
+    #[inline]
+    pub fn tables(&self) -> TablesRef<'_> {
+        let r = &self.ranges;
+        TablesRef {
+            dfa_trans: self.arr(&r.dfa_trans),
+            dfa_flags: self.arr(&r.dfa_flags),
+            dfa_start: self.arr(&r.dfa_start),
+            lazy: self.arr(&r.lazy),
+            ignore: self.arr(&r.ignore),
+            allow_initial_skip: self.meta.allow_initial_skip,
+            num_terminals: self.meta.num_terminals,
+            num_nonterminals: self.meta.num_nonterminals,
+            start_state: self.meta.start_state,
+            action_index: self.arr(&r.action_index),
+            actions: self.arr(&r.actions),
+            goto: self.arr(&r.goto),
+            rule_lhs: self.arr(&r.rule_lhs),
+            rule_len: self.arr(&r.rule_len),
+            expected: self.arr(&r.expected),
+            expected_words: self.meta.expected_words,
+        }
+    }
+
+    /// The vocabulary, in place.
+    pub fn vocab(&self) -> VocabRef<'_> {
+        let r = &self.ranges;
+        VocabRef {
+            bytes: self.arr(&r.vocab_bytes),
+            offsets: self.arr(&r.vocab_offsets),
+            kinds: KindsRef::Codes(self.arr(&r.vocab_kinds)),
+            eos: self.meta.eos,
+        }
+    }
+
+    /// The token trie, in place.
+    pub fn trie(&self) -> TrieRef<'_> {
+        TrieRef {
+            nodes: self.arr(&self.ranges.trie_nodes),
+            token_ids: self.arr(&self.ranges.trie_tokens),
+        }
+    }
+
+    /// The metadata.
+    pub fn meta(&self) -> &ArtifactMeta {
+        &self.meta
+    }
+
+    /// Hash of the grammar source the artifact was compiled from.
+    pub fn grammar_hash(&self) -> u64 {
+        self.grammar_hash
+    }
+
+    /// Hash of the vocabulary the artifact was compiled for.
+    pub fn vocab_hash(&self) -> u64 {
+        self.vocab_hash
+    }
+
+    /// Errors unless the artifact was compiled for a vocabulary with this hash
+    /// ([`Vocabulary::content_hash`]).
+    pub fn expect_vocabulary(&self, vocab_hash: u64) -> Result<(), EngineError> {
+        if vocab_hash != self.vocab_hash {
+            return Err(EngineError::VocabularyMismatch {
+                artifact: self.vocab_hash,
+                expected: vocab_hash,
+            });
+        }
+        Ok(())
+    }
+
+    /// Size of the artifact in bytes.
+    pub fn artifact_len(&self) -> usize {
+        self.backing.bytes().len()
+    }
+
+    /// Words in a mask.
+    pub fn mask_words(&self) -> usize {
+        (self.meta.vocab_len as usize).div_ceil(32)
+    }
+
+    /// The embedded reference path for this artifact's grammar and vocabulary (built
+    /// on first use: it copies the vocabulary and trie and rebuilds per-terminal DFAs).
+    pub fn reference(&self) -> Result<Arc<ReferenceEngine>, String> {
+        self.reference
+            .get_or_init(|| {
+                let dfas = split_dfas(&self.tables(), self.arr(&self.ranges.dfa_base))?;
+                let v = self.vocab();
+                let entries = (0..v.len() as u32)
+                    .map(|id| {
+                        let kind = match v.kinds {
+                            KindsRef::Codes(c) if c[id as usize] == layout::kind_code::NORMAL => {
+                                TokenKind::Normal
+                            }
+                            KindsRef::Codes(c) if c[id as usize] == layout::kind_code::SPECIAL => {
+                                TokenKind::Special
+                            }
+                            _ => TokenKind::Unused,
+                        };
+                        (kind != TokenKind::Unused).then(|| (v.token_bytes(id).to_vec(), kind))
+                    })
+                    .collect();
+                let vocab = Vocabulary::from_entries(&self.meta.tokenizer, entries, v.eos);
+                let t = self.trie();
+                let trie = TokenTrie {
+                    nodes: t.nodes.to_vec(),
+                    token_ids: t.token_ids.to_vec(),
+                };
+                ReferenceEngine::new(&self.meta.grammar, dfas, vocab, trie)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+}

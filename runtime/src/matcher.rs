@@ -1,0 +1,123 @@
+//! `Matcher`: one decoding session on the compiled path.
+//!
+//! Cheap to create from an `Arc<Engine>`; `clone()` copies the parse history (beam
+//! search); `reset()` reuses every buffer, so a pooled matcher commits without
+//! allocating once warm.
+//!
+//! `fill_mask` currently walks the token trie over the GLR parser: exact (the same
+//! recognizer that commits), but not the precompiled Parser DWA of DESIGN.md §2,
+//! which replaces it in a later stage.
+
+use crate::engine::Engine;
+use crate::glr::{GlrRecognizer, GlrState};
+use crate::session::{MatchError, Session};
+use crate::trie_walk;
+use std::sync::Arc;
+
+/// A decoding session over an [`Engine`].
+#[derive(Clone, Debug)]
+pub struct Matcher {
+    engine: Arc<Engine>,
+    state: GlrState,
+    session: Session,
+}
+
+impl Matcher {
+    /// A matcher at the start of input.
+    pub fn new(engine: Arc<Engine>) -> Self {
+        let state = GlrState::new(&engine.tables());
+        Matcher {
+            engine,
+            state,
+            session: Session::default(),
+        }
+    }
+
+    /// Back to the start of input, keeping all buffers.
+    pub fn reset(&mut self) {
+        self.state.reset(&self.engine.tables());
+        self.session.clear();
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Commits a token; a rejected token is an error that leaves the matcher unchanged.
+    pub fn commit(&mut self, token: u32) -> Result<(), MatchError> {
+        let engine = &self.engine;
+        let mut rec = GlrRecognizer {
+            tables: engine.tables(),
+            state: &mut self.state,
+        };
+        self.session.commit(&mut rec, engine.vocab(), token)
+    }
+
+    /// Commits forced bytes (a prompt continuation, forced text); all or nothing.
+    pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), MatchError> {
+        let mut rec = GlrRecognizer {
+            tables: self.engine.tables(),
+            state: &mut self.state,
+        };
+        self.session.commit_bytes(&mut rec, bytes)
+    }
+
+    /// Undoes the last `n` commits.
+    pub fn rollback(&mut self, n: usize) -> Result<(), MatchError> {
+        let mut rec = GlrRecognizer {
+            tables: self.engine.tables(),
+            state: &mut self.state,
+        };
+        self.session.rollback(&mut rec, n)
+    }
+
+    /// Whether the committed bytes form a sentence (EOS allowed).
+    pub fn is_accepting(&self) -> bool {
+        self.state.is_accepting(&self.engine.tables())
+    }
+
+    /// Whether EOS has been committed.
+    pub fn is_finished(&self) -> bool {
+        self.session.finished()
+    }
+
+    /// Bytes committed so far.
+    pub fn bytes_consumed(&self) -> usize {
+        self.state.bytes_consumed()
+    }
+
+    /// Whether `bytes` could be committed now (the matcher is unchanged).
+    pub fn accepts_bytes(&mut self, bytes: &[u8]) -> bool {
+        let tables = self.engine.tables();
+        let mut rec = GlrRecognizer {
+            tables,
+            state: &mut self.state,
+        };
+        let ok = crate::ByteRecognizer::push_bytes(&mut rec, bytes);
+        if ok {
+            crate::ByteRecognizer::pop_bytes(&mut rec, bytes.len());
+        }
+        ok
+    }
+
+    /// Writes the allowed next tokens into `mask` (`engine.mask_words()` words or more).
+    pub fn fill_mask(&mut self, mask: &mut [u32]) {
+        if self.session.finished() {
+            mask.fill(0);
+            return;
+        }
+        let engine = self.engine.clone();
+        let mut rec = GlrRecognizer {
+            tables: engine.tables(),
+            state: &mut self.state,
+        };
+        trie_walk::fill_mask(
+            &mut rec,
+            engine.trie(),
+            engine.meta().vocab_len as usize,
+            engine.meta().eos,
+            mask,
+        );
+    }
+}
