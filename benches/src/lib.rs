@@ -1,1 +1,4 @@
-//! Benches live in benches/benches/.
+//! Shared setup for the criterion benches and the latency harness.
+
+pub mod peer;
+pub mod workload;

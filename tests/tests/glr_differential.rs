@@ -235,7 +235,7 @@ fn glr_matches_reference_on_shipped_grammars() {
                 tables,
                 state: &mut state,
             };
-            let what = || format!("{path}");
+            let what = || path.to_string();
             let n = compare(&mut reference, &mut glr, &doc, &what);
             // Mutations: from random points, pop back and push a mutated tail.
             for _ in 0..30 {

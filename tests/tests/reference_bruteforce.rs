@@ -128,22 +128,29 @@ fn prefixes(set: &BTreeSet<Vec<u8>>) -> BTreeSet<Vec<u8>> {
         .collect()
 }
 
+/// Sentences and viable prefixes enumerated up to one length bound.
+struct Bounded {
+    max_len: usize,
+    sentences: BTreeSet<Vec<u8>>,
+    prefixes: BTreeSet<Vec<u8>>,
+}
+
 /// Sentences up to `max_len`, cached per bound (the enumeration is the slow part).
 struct Language<'a> {
     g: &'a Grammar,
     dfas: &'a [ByteDfa],
-    bounds: Vec<(usize, BTreeSet<Vec<u8>>, BTreeSet<Vec<u8>>)>,
+    bounds: Vec<Bounded>,
 }
 
 impl Language<'_> {
     fn at(&mut self, max_len: usize) -> (&BTreeSet<Vec<u8>>, &BTreeSet<Vec<u8>>) {
-        if !self.bounds.iter().any(|b| b.0 == max_len) {
-            let all = sentences(self.g, self.dfas, ALPHABET, max_len, max_len);
-            let viable = prefixes(&all);
-            self.bounds.push((max_len, all, viable));
+        if !self.bounds.iter().any(|b| b.max_len == max_len) {
+            let sentences = sentences(self.g, self.dfas, ALPHABET, max_len, max_len);
+            let prefixes = prefixes(&sentences);
+            self.bounds.push(Bounded { max_len, sentences, prefixes });
         }
-        let b = self.bounds.iter().find(|b| b.0 == max_len).unwrap();
-        (&b.1, &b.2)
+        let b = self.bounds.iter().find(|b| b.max_len == max_len).unwrap();
+        (&b.sentences, &b.prefixes)
     }
 
     /// Whether `w` has a completion: exact when it has one within `LONG` bytes, and when

@@ -328,7 +328,10 @@ fn is_lazy(def: &Def) -> bool {
     def.attrs.iter().any(|(a, _)| a.text == "lazy")
 }
 
-/// `%llguidance {...}`: returns `allow_initial_skip`.
+/// `%llguidance {...}`: returns `allow_initial_skip`. `"no_forcing": true` is accepted
+/// and has no effect: stackmask never forces tokens (every token with a completion is
+/// in the mask), which is what that key asks llguidance for; `false` asks for forcing,
+/// which stackmask does not do, so it is refused.
 fn parse_llguidance(json: &str) -> Result<bool, GrammarErrorKind> {
     let invalid = |message: String| GrammarErrorKind::InvalidDirective { message };
     let value: serde_json::Value =
@@ -344,6 +347,7 @@ fn parse_llguidance(json: &str) -> Result<bool, GrammarErrorKind> {
                     .as_bool()
                     .ok_or_else(|| invalid("`allow_initial_skip` must be true or false".into()))?
             }
+            "no_forcing" if v.as_bool() == Some(true) => {}
             other => {
                 return Err(GrammarErrorKind::UnsupportedDirective {
                     directive: format!("`%llguidance` key `{other}`"),

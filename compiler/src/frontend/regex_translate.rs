@@ -115,7 +115,7 @@ fn has_operand(out: &str) -> bool {
     let Some(last) = out.chars().last() else {
         return false;
     };
-    let escaped = out[..out.len() - 1]
+    let escaped = out[..out.len() - last.len_utf8()]
         .chars()
         .rev()
         .take_while(|&c| c == '\\')

@@ -1,0 +1,107 @@
+//! The steady state of commit allocates nothing: after a warm-up pass over a document
+//! and `reset()`, committing the same document again (and rolling back, and asking
+//! `is_accepting`) makes zero heap allocations. Counted with a global allocator, so
+//! this file is its own test binary.
+
+mod common;
+
+use common::workspace;
+use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
+use stackmask_compiler::{lr, pipeline, vocab};
+use stackmask_formats::artifact::AlignedBytes;
+use stackmask_runtime::{Engine, Matcher};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn engine(grammar: &str, spec: &str) -> (Arc<Engine>, vocab::Tokenizer) {
+    let path = workspace().join("grammars").join(grammar);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let lexed = pipeline::lex_grammar_source(&source, grammar).unwrap();
+    let compiled = pipeline::compile_parser(&lexed, lr::DEFAULT_MAX_STATES).unwrap();
+    let tokenizer = vocab::load_tokenizer(spec).unwrap();
+    let trie = vocab::build_trie(&tokenizer.vocab);
+    let inputs = ArtifactInputs {
+        grammar_source: &source,
+        grammar_name: grammar,
+        tokenizer: spec,
+        vocab: &tokenizer.vocab,
+        trie: &trie,
+    };
+    let bytes = build_artifact(&lexed, &compiled, &inputs).unwrap();
+    (
+        Arc::new(Engine::from_bytes(AlignedBytes::from_slice(&bytes)).unwrap()),
+        tokenizer,
+    )
+}
+
+fn run(m: &mut Matcher, tokens: &[u32], eos: u32) {
+    for (i, &t) in tokens.iter().enumerate() {
+        m.commit(t).unwrap();
+        if i % 7 == 3 {
+            m.rollback(1).unwrap();
+            m.commit(t).unwrap();
+        }
+        let _ = m.is_accepting();
+    }
+    m.commit(eos).unwrap();
+}
+
+#[test]
+fn commit_does_not_allocate_when_warm() {
+    for (grammar, doc) in [
+        (
+            "json.lark",
+            "grammars/samples/json/schemastore_package-test.json",
+        ),
+        ("c.lark", "grammars/samples/c/sort.c"),
+    ] {
+        let (engine, tokenizer) = engine(grammar, "bytes");
+        let text = std::fs::read(workspace().join(doc)).unwrap();
+        let tokens = tokenizer.encode(&text).unwrap();
+        let cold = ALLOCATIONS.load(Ordering::Relaxed);
+        let mut m = Matcher::new(engine);
+        run(&mut m, &tokens, tokenizer.eos());
+        // The counter works: the cold pass grows every arena.
+        assert!(
+            ALLOCATIONS.load(Ordering::Relaxed) - cold > 10,
+            "{grammar}: the cold pass should allocate"
+        );
+        m.reset();
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        run(&mut m, &tokens, tokenizer.eos());
+        let after = ALLOCATIONS.load(Ordering::Relaxed);
+        assert_eq!(
+            after - before,
+            0,
+            "{grammar}: {} allocations in the warm pass over {} tokens",
+            after - before,
+            tokens.len()
+        );
+    }
+}
