@@ -43,6 +43,7 @@ pub fn build_artifact(
         expected_words: t.expected_words,
         allow_initial_skip: t.allow_initial_skip,
         conflicts: compiled.automaton.conflicts.len() as u32,
+        lexer_configs: t.configs.flags.len() as u32,
     };
     let mut w = ArtifactWriter::new(
         content_hash(inputs.grammar_source.as_bytes()),
@@ -61,6 +62,15 @@ pub fn build_artifact(
     w.add_pod(layout::RULE_LHS, &lr.rule_lhs)?;
     w.add_pod(layout::RULE_LEN, &lr.rule_len)?;
     w.add_pod(layout::EXPECTED, &t.expected)?;
+    let c = &t.configs;
+    w.add_pod(layout::STATE_CLASS, &c.state_class)?;
+    w.add_pod(layout::CLASS_START, &c.class_start)?;
+    w.add_pod(layout::IGNORE_START, &c.ignore_start)?;
+    w.add_pod(layout::CONF_NEXT, &c.next)?;
+    w.add_pod(layout::CONF_ELEM_INDEX, &c.elem_index)?;
+    w.add_pod(layout::CONF_ELEMS, &c.elems)?;
+    w.add_pod(layout::CONF_FLAGS, &c.flags)?;
+    w.add_pod(layout::DFA_TERM, &c.dfa_term)?;
     w.add_pod(layout::VOCAB_BYTES, &inputs.vocab.bytes)?;
     w.add_pod(layout::VOCAB_OFFSETS, &inputs.vocab.offsets)?;
     let kinds: Vec<u8> = inputs

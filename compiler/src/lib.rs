@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod artifact;
 pub mod frontend;
 pub mod lexer;
+pub mod lexer_configs;
 pub mod lr;
 pub mod pipeline;
 pub mod vocab;

@@ -293,13 +293,14 @@ fn inspect(path: &Path) -> Result<(), Failure> {
         m.eos
     );
     out!(
-        "  {} terminals, {} nonterminals, {} rules; {} LR(1) states, {} GLR forks; {} lexer DFA states",
+        "  {} terminals, {} nonterminals, {} rules; {} LR(1) states, {} GLR forks; {} lexer DFA states, {} lexer configurations",
         m.grammar.terminals.len(),
         m.grammar.nonterminals.len(),
         m.grammar.rules.len(),
         m.num_states,
         m.conflicts,
-        engine.tables().dfa_flags.len()
+        engine.tables().dfa_flags.len(),
+        m.lexer_configs
     );
     out!("  sections:");
     for s in artifact.sections() {

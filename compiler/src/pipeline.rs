@@ -81,6 +81,9 @@ pub enum CompileError {
     /// The LR automaton could not be built.
     #[error("{0}")]
     Lr(#[from] crate::lr::LrError),
+    /// Too many lexer configurations.
+    #[error("{0}")]
+    Configs(#[from] crate::lexer_configs::ConfigLimitError),
 }
 
 /// The compiled parser of a grammar: LR(1) automaton and the flat runtime tables.
@@ -101,12 +104,16 @@ pub fn compile_parser(
     let automaton = crate::lr::build_lr(&lexed.grammar, max_lr_states)?;
     let g = &lexed.grammar;
     let lazy: Vec<bool> = g.terminals.iter().map(|t| t.lazy).collect();
-    let tables = stackmask_formats::ParserTables::new(
+    let mut tables = stackmask_formats::ParserTables::new(
         &lexed.dfas,
         &lazy,
         &g.ignore,
         g.allow_initial_skip,
         automaton.tables.clone(),
     );
+    tables.configs = crate::lexer_configs::build_lexer_configs(
+        &tables,
+        crate::lexer_configs::DEFAULT_MAX_CONFIGS,
+    )?;
     Ok(CompiledParser { automaton, tables })
 }

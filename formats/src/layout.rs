@@ -36,6 +36,22 @@ pub const RULE_LHS: SectionKind = SectionKind::from_tag(*b"RLHS");
 pub const RULE_LEN: SectionKind = SectionKind::from_tag(*b"RLEN");
 /// Per LR state: expected-terminal bitsets (`u64`).
 pub const EXPECTED: SectionKind = SectionKind::from_tag(*b"EXPT");
+/// Per LR state: expected class (`u32`).
+pub const STATE_CLASS: SectionKind = SectionKind::from_tag(*b"LCSC");
+/// Start configurations per (expected class, byte) (`u32`).
+pub const CLASS_START: SectionKind = SectionKind::from_tag(*b"LCCS");
+/// Start configurations of ignore lexemes per byte (`u32`).
+pub const IGNORE_START: SectionKind = SectionKind::from_tag(*b"LCIS");
+/// Configuration transitions (`u32`, 256 per configuration).
+pub const CONF_NEXT: SectionKind = SectionKind::from_tag(*b"LCNX");
+/// Configuration element index (`u32`, CSR).
+pub const CONF_ELEM_INDEX: SectionKind = SectionKind::from_tag(*b"LCEI");
+/// Configuration elements (`u32` merged DFA states).
+pub const CONF_ELEMS: SectionKind = SectionKind::from_tag(*b"LCEL");
+/// Configuration flags (`u8`).
+pub const CONF_FLAGS: SectionKind = SectionKind::from_tag(*b"LCFL");
+/// Terminal of each merged DFA state (`u32`).
+pub const DFA_TERM: SectionKind = SectionKind::from_tag(*b"DFTM");
 /// Vocabulary: concatenated token bytes (`u8`).
 pub const VOCAB_BYTES: SectionKind = SectionKind::from_tag(*b"VBYT");
 /// Vocabulary: offsets (`u32`, `len + 1`).
@@ -76,6 +92,8 @@ pub struct ArtifactMeta {
     pub allow_initial_skip: bool,
     /// Number of conflicting LR cells (GLR forks), for `inspect`.
     pub conflicts: u32,
+    /// Number of interned lexer configurations, for `inspect`.
+    pub lexer_configs: u32,
 }
 
 /// Token kind codes in [`VOCAB_KINDS`].

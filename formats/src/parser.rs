@@ -9,6 +9,29 @@ use crate::{Action, ByteDfa, LrTables};
 
 use serde::{Deserialize, Serialize};
 
+/// Interned lexer configurations (built by the compiler's `lexer_configs` stage):
+/// every lexeme that started at one boundary, advanced with one lookup per byte.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct LexerConfigs {
+    /// Per LR state: its expected class.
+    pub state_class: Vec<u32>,
+    /// `class_start[class * 256 + b]`: the configuration of the grammar lexemes that
+    /// start with byte `b` where the LR state has that expected class.
+    pub class_start: Vec<u32>,
+    /// `ignore_start[b]`: the configuration of the ignore lexemes starting with `b`.
+    pub ignore_start: Vec<u32>,
+    /// `next[c * 256 + b]`: configuration `c` after byte `b` (0 = nothing alive).
+    pub next: Vec<u32>,
+    /// Elements of configuration `c`: `elems[elem_index[c]..elem_index[c + 1]]`.
+    pub elem_index: Vec<u32>,
+    /// Merged-DFA states, sorted per configuration.
+    pub elems: Vec<u32>,
+    /// Per configuration: 1 if some element is accepting (some lexeme may end).
+    pub flags: Vec<u8>,
+    /// Terminal of each merged DFA state (`u32::MAX` for the dead state).
+    pub dfa_term: Vec<u32>,
+}
+
 /// Owned parser tables.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ParserTables {
@@ -36,6 +59,8 @@ pub struct ParserTables {
     pub expected: Vec<u64>,
     /// Words per state in `expected`.
     pub expected_words: u32,
+    /// Interned lexer configurations.
+    pub configs: LexerConfigs,
 }
 
 /// Borrowed parser tables; see the module docs. Build it only from validated data
@@ -75,6 +100,22 @@ pub struct TablesRef<'a> {
     pub expected: &'a [u64],
     /// See [`ParserTables::expected_words`].
     pub expected_words: u32,
+    /// See [`LexerConfigs::state_class`].
+    pub state_class: &'a [u32],
+    /// See [`LexerConfigs::class_start`].
+    pub class_start: &'a [u32],
+    /// See [`LexerConfigs::ignore_start`].
+    pub ignore_start: &'a [u32],
+    /// See [`LexerConfigs::next`].
+    pub conf_next: &'a [u32],
+    /// See [`LexerConfigs::elem_index`].
+    pub conf_elem_index: &'a [u32],
+    /// See [`LexerConfigs::elems`].
+    pub conf_elems: &'a [u32],
+    /// See [`LexerConfigs::flags`].
+    pub conf_flags: &'a [u8],
+    /// See [`LexerConfigs::dfa_term`].
+    pub dfa_term: &'a [u32],
 }
 
 impl ParserTables {
@@ -123,6 +164,7 @@ impl ParserTables {
             lr,
             expected,
             expected_words: words as u32,
+            configs: LexerConfigs::default(),
         }
     }
 
@@ -145,6 +187,14 @@ impl ParserTables {
             rule_len: &self.lr.rule_len,
             expected: &self.expected,
             expected_words: self.expected_words,
+            state_class: &self.configs.state_class,
+            class_start: &self.configs.class_start,
+            ignore_start: &self.configs.ignore_start,
+            conf_next: &self.configs.next,
+            conf_elem_index: &self.configs.elem_index,
+            conf_elems: &self.configs.elems,
+            conf_flags: &self.configs.flags,
+            dfa_term: &self.configs.dfa_term,
         }
     }
 }
@@ -186,6 +236,7 @@ impl TablesRef<'_> {
         if self.expected.len() != num_states * self.expected_words as usize {
             return Err("tables: expected-terminal sets have the wrong size".into());
         }
+        self.validate_configs(terminals, num_states)?;
         crate::lr::validate_lr(crate::lr::LrSlices {
             num_states: num_states as u32,
             num_terminals: self.num_terminals,
@@ -197,6 +248,86 @@ impl TablesRef<'_> {
             rule_lhs: self.rule_lhs,
             rule_len: self.rule_len,
         })
+    }
+
+    fn validate_configs(&self, terminals: usize, num_states: usize) -> Result<(), String> {
+        let n = self.conf_flags.len();
+        let bad = |what: &str| Err(format!("lexer configurations: {what}"));
+        if n == 0
+            || self.conf_elem_index.len() != n + 1
+            || self.conf_next.len() != n * 256
+            || self.ignore_start.len() != 256
+        {
+            return bad("table sizes disagree");
+        }
+        if self.state_class.len() != num_states || self.class_start.len() % 256 != 0 {
+            return bad("expected classes have the wrong size");
+        }
+        let classes = self.class_start.len() / 256;
+        if self.state_class.iter().any(|&c| c as usize >= classes) {
+            return bad("expected class out of range");
+        }
+        if self
+            .class_start
+            .iter()
+            .chain(self.ignore_start)
+            .chain(self.conf_next)
+            .any(|&c| c as usize >= n)
+        {
+            return bad("configuration id out of range");
+        }
+        if self.conf_elem_index[0] != 0
+            || self.conf_elem_index.windows(2).any(|w| w[0] > w[1])
+            || self.conf_elem_index[n] as usize != self.conf_elems.len()
+        {
+            return bad("element index is not monotone");
+        }
+        if self.dfa_term.len() != self.dfa_flags.len() || self.dfa_term[0] != u32::MAX {
+            return bad("terminal-of-state table has the wrong size");
+        }
+        if self.dfa_term[1..].iter().any(|&t| t as usize >= terminals) {
+            return bad("terminal of a state out of range");
+        }
+        if self
+            .conf_elems
+            .iter()
+            .any(|&g| g == 0 || g as usize >= self.dfa_flags.len())
+        {
+            return bad("element out of range");
+        }
+        for c in 0..n {
+            let elems = &self.conf_elems
+                [self.conf_elem_index[c] as usize..self.conf_elem_index[c + 1] as usize];
+            if (self.conf_flags[c] != 0) != elems.iter().any(|&g| self.dfa_accepting(g)) {
+                return bad("accepting flag disagrees with the elements");
+            }
+        }
+        Ok(())
+    }
+
+    /// Elements (merged DFA states) of configuration `c`.
+    #[inline]
+    pub fn conf_elems(&self, c: u32) -> &[u32] {
+        &self.conf_elems[self.conf_elem_index[c as usize] as usize
+            ..self.conf_elem_index[c as usize + 1] as usize]
+    }
+
+    /// Whether some lexeme of configuration `c` is in an accepting state.
+    #[inline]
+    pub fn conf_may_end(&self, c: u32) -> bool {
+        self.conf_flags[c as usize] != 0
+    }
+
+    /// Configuration `c` after byte `b`.
+    #[inline]
+    pub fn conf_step(&self, c: u32, b: u8) -> u32 {
+        self.conf_next[c as usize * 256 + b as usize]
+    }
+
+    /// Start configuration of grammar lexemes for LR state `state` and first byte `b`.
+    #[inline]
+    pub fn conf_start(&self, state: u32, b: u8) -> u32 {
+        self.class_start[self.state_class[state as usize] as usize * 256 + b as usize]
     }
 
     /// Number of LR states.

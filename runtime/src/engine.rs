@@ -78,6 +78,14 @@ struct Ranges {
     rule_lhs: Range<usize>,
     rule_len: Range<usize>,
     expected: Range<usize>,
+    state_class: Range<usize>,
+    class_start: Range<usize>,
+    ignore_start: Range<usize>,
+    conf_next: Range<usize>,
+    conf_elem_index: Range<usize>,
+    conf_elems: Range<usize>,
+    conf_flags: Range<usize>,
+    dfa_term: Range<usize>,
     vocab_bytes: Range<usize>,
     vocab_offsets: Range<usize>,
     vocab_kinds: Range<usize>,
@@ -154,6 +162,15 @@ impl Engine {
         let (r_rule_lhs, rule_lhs) = range::<u32>(&artifact, base, layout::RULE_LHS)?;
         let (r_rule_len, rule_len) = range::<u32>(&artifact, base, layout::RULE_LEN)?;
         let (r_expected, expected) = range::<u64>(&artifact, base, layout::EXPECTED)?;
+        let (r_state_class, state_class) = range::<u32>(&artifact, base, layout::STATE_CLASS)?;
+        let (r_class_start, class_start) = range::<u32>(&artifact, base, layout::CLASS_START)?;
+        let (r_ignore_start, ignore_start) = range::<u32>(&artifact, base, layout::IGNORE_START)?;
+        let (r_conf_next, conf_next) = range::<u32>(&artifact, base, layout::CONF_NEXT)?;
+        let (r_conf_elem_index, conf_elem_index) =
+            range::<u32>(&artifact, base, layout::CONF_ELEM_INDEX)?;
+        let (r_conf_elems, conf_elems) = range::<u32>(&artifact, base, layout::CONF_ELEMS)?;
+        let (r_conf_flags, conf_flags) = range::<u8>(&artifact, base, layout::CONF_FLAGS)?;
+        let (r_dfa_term, dfa_term) = range::<u32>(&artifact, base, layout::DFA_TERM)?;
         let (r_vocab_bytes, vocab_bytes) = range::<u8>(&artifact, base, layout::VOCAB_BYTES)?;
         let (r_vocab_offsets, vocab_offsets) =
             range::<u32>(&artifact, base, layout::VOCAB_OFFSETS)?;
@@ -178,10 +195,20 @@ impl Engine {
             rule_len,
             expected,
             expected_words: meta.expected_words,
+            state_class,
+            class_start,
+            ignore_start,
+            conf_next,
+            conf_elem_index,
+            conf_elems,
+            conf_flags,
+            dfa_term,
         };
         let invalid = EngineError::Invalid;
         tables.validate().map_err(invalid)?;
-        if tables.num_states() != meta.num_states {
+        if tables.num_states() != meta.num_states
+            || tables.conf_flags.len() != meta.lexer_configs as usize
+        {
             return Err(invalid("state count disagrees with the metadata".into()));
         }
         if dfa_base.len() != dfa_start.len() + 1 {
@@ -226,6 +253,14 @@ impl Engine {
             rule_lhs: r_rule_lhs,
             rule_len: r_rule_len,
             expected: r_expected,
+            state_class: r_state_class,
+            class_start: r_class_start,
+            ignore_start: r_ignore_start,
+            conf_next: r_conf_next,
+            conf_elem_index: r_conf_elem_index,
+            conf_elems: r_conf_elems,
+            conf_flags: r_conf_flags,
+            dfa_term: r_dfa_term,
             vocab_bytes: r_vocab_bytes,
             vocab_offsets: r_vocab_offsets,
             vocab_kinds: r_vocab_kinds,
@@ -270,6 +305,14 @@ impl Engine {
             rule_len: self.arr(&r.rule_len),
             expected: self.arr(&r.expected),
             expected_words: self.meta.expected_words,
+            state_class: self.arr(&r.state_class),
+            class_start: self.arr(&r.class_start),
+            ignore_start: self.arr(&r.ignore_start),
+            conf_next: self.arr(&r.conf_next),
+            conf_elem_index: self.arr(&r.conf_elem_index),
+            conf_elems: self.arr(&r.conf_elems),
+            conf_flags: self.arr(&r.conf_flags),
+            dfa_term: self.arr(&r.dfa_term),
         }
     }
 

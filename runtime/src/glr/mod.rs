@@ -9,6 +9,10 @@
 //! "which terminals may start here" becomes a per-LR-state bitset — exact because
 //! the tables are canonical LR(1).
 //!
+//! Lexemes are not tracked one by one: those that started at the same boundary from
+//! heads in the same LR state form a *group* whose interned lexer configuration
+//! (compiler stage `lexer_configs`) advances with one table lookup per byte.
+//!
 //! Everything lives in append-only arenas indexed by byte position; popping bytes is
 //! a truncation, and a warmed-up parser (after [`GlrState::reset`]) allocates nothing.
 
@@ -20,14 +24,17 @@ use stackmask_formats::TablesRef;
 use std::cell::RefCell;
 use step::StepScratch;
 
-/// A lexeme in progress.
+/// The lexemes in progress that started at one boundary from heads in one LR state
+/// (or, for ignore lexemes, from the whole frontier), as one interned configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Lexeme {
-    terminal: u32,
-    /// Global DFA state.
-    state: u32,
-    /// Boundary (byte position) where it started; its frontier has the heads.
+struct Group {
+    /// Boundary (byte position) where the lexemes started.
     origin: u32,
+    /// The heads they continue from: `heads[heads_start..heads_end]`.
+    heads_start: u32,
+    heads_end: u32,
+    /// Interned lexer configuration (never 0 = nothing alive).
+    config: u32,
     ignore: bool,
 }
 
@@ -37,7 +44,7 @@ struct Mark {
     nodes: u32,
     edges: u32,
     heads: u32,
-    lexemes: u32,
+    groups: u32,
 }
 
 /// The parser state. Methods take the tables explicitly so that the state can live
@@ -45,11 +52,12 @@ struct Mark {
 #[derive(Clone, Debug)]
 pub struct GlrState {
     gss: Gss,
-    /// Heads of every frontier; frontier `p` is `heads[frontiers[p]..frontiers[p + 1]]`.
+    /// Heads of every frontier, sorted by LR state within a frontier; frontier `p` is
+    /// `heads[frontiers[p]..frontiers[p + 1]]`.
     heads: Vec<u32>,
     frontiers: Vec<u32>,
-    /// Lexemes in progress after `p` bytes: `lexemes[frames[p]..frames[p + 1]]`.
-    lexemes: Vec<Lexeme>,
+    /// Lexeme groups in progress after `p` bytes: `groups[frames[p]..frames[p + 1]]`.
+    groups: Vec<Group>,
     frames: Vec<u32>,
     /// Per consumed byte: arena lengths before it.
     marks: Vec<Mark>,
@@ -58,7 +66,9 @@ pub struct GlrState {
     /// Scratch for [`GlrState::is_accepting`], which must not change the state.
     accept_scratch: RefCell<(StepScratch, Gss, Vec<u32>)>,
     new_heads: Vec<u32>,
-    expected: Vec<u64>,
+    /// Lexemes ending before the current byte: (origin, terminal, heads range).
+    ending: Vec<(u32, u32, u32, u32)>,
+    step_heads: Vec<u32>,
 }
 
 impl GlrState {
@@ -68,14 +78,15 @@ impl GlrState {
             gss: Gss::default(),
             heads: Vec::new(),
             frontiers: Vec::new(),
-            lexemes: Vec::new(),
+            groups: Vec::new(),
             frames: Vec::new(),
             marks: Vec::new(),
             scratch: StepScratch::default(),
             overlay: Gss::default(),
             accept_scratch: RefCell::new(Default::default()),
             new_heads: Vec::new(),
-            expected: vec![0; tables.expected_words as usize],
+            ending: Vec::new(),
+            step_heads: Vec::new(),
         };
         s.reset(tables);
         s
@@ -91,7 +102,7 @@ impl GlrState {
         self.heads.clear();
         self.frontiers.clear();
         self.frontiers.push(0);
-        self.lexemes.clear();
+        self.groups.clear();
         self.frames.clear();
         self.frames.extend([0, 0]);
         self.marks.clear();
@@ -119,106 +130,124 @@ impl GlrState {
             nodes: self.gss.nodes.len() as u32,
             edges: self.gss.edges.len() as u32,
             heads: self.heads.len() as u32,
-            lexemes: self.lexemes.len() as u32,
+            groups: self.groups.len() as u32,
         };
 
-        // 1. The frontier at p: the heads after every lexeme that b lets end here.
+        // 1. The frontier at p: the heads after every lexeme that b lets end here. All
+        //    lexemes of one terminal from one origin end in a single GLR step, so nodes
+        //    merge across the heads' LR states as in plain Tomita.
         self.new_heads.clear();
         self.overlay.clear();
         if p == 0 {
             self.new_heads.push(0);
         } else {
-            for i in self.frame(p) {
-                let lx = self.lexemes[i];
-                if !tables.may_end(lx.terminal, lx.state, Some(b)) {
+            self.ending.clear();
+            for gi in self.frame(p) {
+                let g = self.groups[gi];
+                if !tables.conf_may_end(g.config) {
                     continue;
                 }
-                let (hs, he) = (
-                    self.frontiers[lx.origin as usize] as usize,
-                    self.frontiers[lx.origin as usize + 1] as usize,
-                );
-                if lx.ignore {
-                    self.new_heads.extend_from_slice(&self.heads[hs..he]);
-                } else {
-                    let mut layered = Layered {
-                        base: &self.gss,
-                        over: &mut self.overlay,
-                    };
-                    step::step(
-                        tables,
-                        &mut layered,
-                        &self.heads[hs..he],
-                        lx.terminal,
-                        &mut self.scratch,
-                        &mut self.new_heads,
-                    );
+                for &e in tables.conf_elems(g.config) {
+                    let t = tables.dfa_term[e as usize];
+                    if !tables.may_end(t, e, Some(b)) {
+                        continue;
+                    }
+                    if g.ignore {
+                        self.new_heads.extend_from_slice(
+                            &self.heads[g.heads_start as usize..g.heads_end as usize],
+                        );
+                    } else {
+                        self.ending.push((g.origin, t, g.heads_start, g.heads_end));
+                    }
                 }
             }
-            self.new_heads.sort_unstable();
-            self.new_heads.dedup();
+            self.ending.sort_unstable();
+            let mut i = 0;
+            while i < self.ending.len() {
+                let (origin, t, _, _) = self.ending[i];
+                self.step_heads.clear();
+                while i < self.ending.len() && self.ending[i].0 == origin && self.ending[i].1 == t {
+                    let (_, _, hs, he) = self.ending[i];
+                    self.step_heads
+                        .extend_from_slice(&self.heads[hs as usize..he as usize]);
+                    i += 1;
+                }
+                let mut layered = Layered {
+                    base: &self.gss,
+                    over: &mut self.overlay,
+                };
+                step::step(
+                    tables,
+                    &mut layered,
+                    &self.step_heads,
+                    t,
+                    &mut self.scratch,
+                    &mut self.new_heads,
+                );
+            }
         }
         self.gss.append(&self.overlay);
+        let nodes = &self.gss.nodes;
+        self.new_heads
+            .sort_unstable_by_key(|&h| (nodes[h as usize].state, h));
+        self.new_heads.dedup();
+        let frontier_start = self.heads.len();
         self.heads.extend_from_slice(&self.new_heads);
         self.frontiers.push(self.heads.len() as u32);
 
-        // 2. Lexemes starting at p with byte b.
-        self.expected.fill(0);
-        for &h in &self.new_heads {
-            let st = self.gss.nodes[h as usize].state as usize * tables.expected_words as usize;
-            for (w, e) in self.expected.iter_mut().enumerate() {
-                *e |= tables.expected[st + w];
+        // 2. Lexemes starting at p with byte b: one group per LR state of the heads.
+        let mut any_expected = false;
+        let mut i = frontier_start;
+        while i < self.heads.len() {
+            let state = self.gss.nodes[self.heads[i] as usize].state;
+            let mut j = i + 1;
+            while j < self.heads.len() && self.gss.nodes[self.heads[j] as usize].state == state {
+                j += 1;
             }
-        }
-        let any_expected = self.expected.iter().any(|&w| w != 0);
-        for w in 0..self.expected.len() {
-            let mut bits = self.expected[w];
-            while bits != 0 {
-                let t = (w * 64) as u32 + bits.trailing_zeros();
-                bits &= bits - 1;
-                let s = tables.dfa_next(tables.dfa_start[t as usize], b);
-                if s != 0 {
-                    self.lexemes.push(Lexeme {
-                        terminal: t,
-                        state: s,
-                        origin: p as u32,
-                        ignore: false,
-                    });
-                }
+            any_expected |= tables.expects_any(state);
+            let config = tables.conf_start(state, b);
+            if config != 0 {
+                self.groups.push(Group {
+                    origin: p as u32,
+                    heads_start: i as u32,
+                    heads_end: j as u32,
+                    config,
+                    ignore: false,
+                });
             }
+            i = j;
         }
         if any_expected && (p > 0 || tables.allow_initial_skip) {
-            for &t in tables.ignore {
-                let s = tables.dfa_next(tables.dfa_start[t as usize], b);
-                if s != 0 {
-                    self.lexemes.push(Lexeme {
-                        terminal: t,
-                        state: s,
-                        origin: p as u32,
-                        ignore: true,
-                    });
-                }
+            let config = tables.ignore_start[b as usize];
+            if config != 0 {
+                let (hs, he) = (frontier_start as u32, self.heads.len() as u32);
+                self.groups.push(Group {
+                    origin: p as u32,
+                    heads_start: hs,
+                    heads_end: he,
+                    config,
+                    ignore: true,
+                });
             }
         }
 
-        // 3. Lexemes in progress that go on with b.
-        for i in self.frame(p) {
-            let lx = self.lexemes[i];
-            if tables.lazy[lx.terminal as usize] != 0 && tables.dfa_accepting(lx.state) {
-                continue;
-            }
-            let s = tables.dfa_next(lx.state, b);
-            if s != 0 {
-                self.lexemes.push(Lexeme { state: s, ..lx });
+        // 3. Lexemes in progress that go on with b (the configuration transition drops
+        //    greedy lexemes b does not extend and lazy lexemes that matched).
+        for gi in self.frame(p) {
+            let g = self.groups[gi];
+            let config = tables.conf_step(g.config, b);
+            if config != 0 {
+                self.groups.push(Group { config, ..g });
             }
         }
 
-        if self.lexemes.len() == mark.lexemes as usize {
+        if self.groups.len() == mark.groups as usize {
             self.gss.truncate(mark.nodes as usize, mark.edges as usize);
             self.heads.truncate(mark.heads as usize);
             self.frontiers.pop();
             return false;
         }
-        self.frames.push(self.lexemes.len() as u32);
+        self.frames.push(self.groups.len() as u32);
         self.marks.push(mark);
         true
     }
@@ -233,7 +262,7 @@ impl GlrState {
         self.gss.truncate(mark.nodes as usize, mark.edges as usize);
         self.heads.truncate(mark.heads as usize);
         self.frontiers.truncate(m + 1);
-        self.lexemes.truncate(mark.lexemes as usize);
+        self.groups.truncate(mark.groups as usize);
         self.frames.truncate(m + 2);
         self.marks.truncate(m);
     }
@@ -243,40 +272,32 @@ impl GlrState {
         let p = self.marks.len();
         let eof = tables.num_terminals - 1;
         let mut guard = self.accept_scratch.borrow_mut();
-        let (scratch, overlay, heads) = &mut *guard;
+        let (scratch, overlay, shifted) = &mut *guard;
         overlay.clear();
         let mut layered = Layered {
             base: &self.gss,
             over: overlay,
         };
+        let mut none = Vec::new();
         if p == 0 {
-            heads.clear();
-            return step::step(tables, &mut layered, &[0], eof, scratch, heads);
+            return step::step(tables, &mut layered, &[0], eof, scratch, &mut none);
         }
-        for i in self.frame(p) {
-            let lx = self.lexemes[i];
-            if lx.ignore || !tables.may_end(lx.terminal, lx.state, None) {
+        for gi in self.frame(p) {
+            let g = self.groups[gi];
+            if g.ignore || !tables.conf_may_end(g.config) {
                 continue;
             }
-            let (hs, he) = (
-                self.frontiers[lx.origin as usize] as usize,
-                self.frontiers[lx.origin as usize + 1] as usize,
-            );
-            heads.clear();
-            step::step(
-                tables,
-                &mut layered,
-                &self.heads[hs..he],
-                lx.terminal,
-                scratch,
-                heads,
-            );
-            let shifted = std::mem::take(heads);
-            let mut none = Vec::new();
-            let accepted = step::step(tables, &mut layered, &shifted, eof, scratch, &mut none);
-            *heads = shifted;
-            if accepted {
-                return true;
+            let heads = &self.heads[g.heads_start as usize..g.heads_end as usize];
+            for &e in tables.conf_elems(g.config) {
+                let t = tables.dfa_term[e as usize];
+                if !tables.may_end(t, e, None) {
+                    continue;
+                }
+                shifted.clear();
+                step::step(tables, &mut layered, heads, t, scratch, shifted);
+                if step::step(tables, &mut layered, shifted, eof, scratch, &mut none) {
+                    return true;
+                }
             }
         }
         false

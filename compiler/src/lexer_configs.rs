@@ -1,0 +1,149 @@
+//! Lexer configurations: the lexemes that started at one boundary, stepped together.
+//!
+//! A *configuration* is the set of merged-DFA states (see
+//! [`stackmask_formats::ParserTables`]) still alive for the lexemes that started at the
+//! same boundary — one state per terminal, since each terminal's DFA is deterministic.
+//! Configurations are interned to small integers at compile time with a byte
+//! transition table, so the runtime advances all lexemes of a boundary with one
+//! lookup. Which lexemes start depends on the terminals the LR state expects; states
+//! with equal expected sets share an *expected class*, and the start configuration is
+//! a table indexed by (class, first byte). Ignore lexemes start from their own
+//! configuration (they are allowed in different places, DESIGN.md §1).
+//!
+//! The greedy / lazy rules are built into the transitions: a lazy lexeme in an
+//! accepting state does not go on (it must end there), and a lexeme whose DFA dies is
+//! dropped; whether a lexeme may *end* before a byte is decided at run time from the
+//! accepting elements of the configuration.
+
+use stackmask_formats::parser::LexerConfigs;
+use stackmask_formats::ParserTables;
+use std::collections::HashMap;
+
+/// Default limit on the number of interned configurations.
+pub const DEFAULT_MAX_CONFIGS: usize = 1 << 18;
+
+/// The configuration table would exceed its limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the lexer needs more than {limit} configurations (max_lexer_configs); the grammar's terminals overlap too much")]
+pub struct ConfigLimitError {
+    /// The limit.
+    pub limit: usize,
+}
+
+struct Interner {
+    ids: HashMap<Vec<u32>, u32>,
+    sets: Vec<Vec<u32>>,
+    limit: usize,
+}
+
+impl Interner {
+    fn intern(&mut self, set: Vec<u32>) -> Result<u32, ConfigLimitError> {
+        if let Some(&id) = self.ids.get(&set) {
+            return Ok(id);
+        }
+        if self.sets.len() >= self.limit {
+            return Err(ConfigLimitError { limit: self.limit });
+        }
+        let id = self.sets.len() as u32;
+        self.ids.insert(set.clone(), id);
+        self.sets.push(set);
+        Ok(id)
+    }
+}
+
+/// Builds the configuration tables for parser tables whose DFA and LR parts are set.
+pub fn build_lexer_configs(
+    t: &ParserTables,
+    limit: usize,
+) -> Result<LexerConfigs, ConfigLimitError> {
+    let view = t.view();
+    let terminals = t.dfa_start.len();
+    let mut interner = Interner {
+        ids: HashMap::new(),
+        sets: Vec::new(),
+        limit: limit.max(1),
+    };
+    interner.intern(Vec::new())?; // 0: nothing alive.
+
+    // Expected classes.
+    let words = t.expected_words as usize;
+    let mut class_of_set: HashMap<&[u64], u32> = HashMap::new();
+    let mut state_class = Vec::with_capacity(t.lr.num_states as usize);
+    let mut class_sets: Vec<&[u64]> = Vec::new();
+    for s in 0..t.lr.num_states as usize {
+        let set = &t.expected[s * words..(s + 1) * words];
+        let n = class_sets.len() as u32;
+        let c = *class_of_set.entry(set).or_insert_with(|| {
+            class_sets.push(set);
+            n
+        });
+        state_class.push(c);
+    }
+    let start_of = |terms: &mut dyn Iterator<Item = u32>, b: u8| -> Vec<u32> {
+        let mut v: Vec<u32> = terms
+            .map(|term| view.dfa_next(t.dfa_start[term as usize], b))
+            .filter(|&g| g != 0)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let mut class_start = Vec::with_capacity(class_sets.len() * 256);
+    for set in &class_sets {
+        let members: Vec<u32> = (0..terminals as u32)
+            .filter(|&x| set[x as usize / 64] >> (x % 64) & 1 != 0)
+            .collect();
+        for b in 0..=255u8 {
+            class_start.push(interner.intern(start_of(&mut members.iter().copied(), b))?);
+        }
+    }
+    let mut ignore_start = Vec::with_capacity(256);
+    for b in 0..=255u8 {
+        ignore_start.push(interner.intern(start_of(&mut t.ignore.iter().copied(), b))?);
+    }
+
+    // Terminal of every merged DFA state.
+    let mut dfa_term = vec![u32::MAX; t.dfa_flags.len()];
+    for term in 0..terminals {
+        for g in t.dfa_base[term]..t.dfa_base[term + 1] {
+            dfa_term[g as usize] = term as u32;
+        }
+    }
+
+    // Close under byte transitions.
+    let mut next = Vec::new();
+    let mut i = 0;
+    while i < interner.sets.len() {
+        let set = interner.sets[i].clone();
+        for b in 0..=255u8 {
+            let mut v: Vec<u32> = set
+                .iter()
+                .filter(|&&g| {
+                    !(t.lazy[dfa_term[g as usize] as usize] != 0 && view.dfa_accepting(g))
+                })
+                .map(|&g| view.dfa_next(g, b))
+                .filter(|&g| g != 0)
+                .collect();
+            v.sort_unstable();
+            next.push(interner.intern(v)?);
+        }
+        i += 1;
+    }
+    let mut elem_index = vec![0u32];
+    let mut elems = Vec::new();
+    let mut flags = Vec::with_capacity(interner.sets.len());
+    for set in &interner.sets {
+        elems.extend_from_slice(set);
+        elem_index.push(elems.len() as u32);
+        flags.push(set.iter().any(|&g| view.dfa_accepting(g)) as u8);
+    }
+    Ok(LexerConfigs {
+        state_class,
+        class_start,
+        ignore_start,
+        next,
+        elem_index,
+        elems,
+        flags,
+        dfa_term,
+    })
+}
