@@ -1,33 +1,75 @@
 //! The latency harness: per-call percentiles (p50, p99, p99.9, max) recorded with
-//! hdrhistogram, for commit on the compiled path, over the canonical token traces of
-//! real documents, repeated. Run with `cargo bench -p stackmask-benches --bench latency`.
+//! hdrhistogram, stackmask beside llguidance on the same grammar, vocabulary and token
+//! trace. Run with `cargo bench -p stackmask-benches --bench latency`.
 //!
-//! Each call is timed on its own (`Instant` around one commit), so the numbers include
-//! the timer's overhead (~20–30 ns); the tail is what matters here.
+//! - commit: every token of the canonical traces of real documents, repeated
+//!   (`STACKMASK_REPEATS`, default 200); the first pass warms up and is not recorded.
+//! - get_mask: the first `STACKMASK_MASK_STEPS` (default 150) steps of each trace.
+//!   stackmask's `fill_mask` is still the interim token-trie walk over the GLR parser,
+//!   not the precompiled Parser DWA, so this row measures that walk.
+//!
+//! Each call is timed on its own (`Instant` around one call, ~20–30 ns of overhead);
+//! these machines are shared and noisy, so compare the ratios, not absolute times.
 
 use hdrhistogram::Histogram;
-use stackmask_benches::workload;
+use stackmask_benches::peer::{LlgPeer, PeerVocab};
+use stackmask_benches::workload::{self, Workload};
+use stackmask_formats::TokenKind;
 use stackmask_runtime::Matcher;
 use std::time::Instant;
 
-fn percentiles(h: &Histogram<u64>) -> String {
+fn histogram() -> Histogram<u64> {
+    Histogram::<u64>::new(3).expect("histogram")
+}
+
+fn row(name: &str, h: &Histogram<u64>) -> String {
+    let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
     format!(
-        "p50 {:>7.2} µs  p99 {:>7.2} µs  p99.9 {:>7.2} µs  max {:>8.2} µs  (n={})",
-        h.value_at_quantile(0.5) as f64 / 1e3,
-        h.value_at_quantile(0.99) as f64 / 1e3,
-        h.value_at_quantile(0.999) as f64 / 1e3,
+        "  {name:<22} p50 {:>9.2} µs  p99 {:>9.2} µs  p99.9 {:>9.2} µs  max {:>9.2} µs  (n={})",
+        us(0.5),
+        us(0.99),
+        us(0.999),
         h.max() as f64 / 1e3,
         h.len()
     )
 }
 
+fn ratio(name: &str, ours: &Histogram<u64>, theirs: &Histogram<u64>) -> String {
+    let r = |q: f64| theirs.value_at_quantile(q) as f64 / ours.value_at_quantile(q).max(1) as f64;
+    format!(
+        "  {name:<22} llguidance / stackmask: p50 ×{:.1}  p99 ×{:.1}  p99.9 ×{:.1}  max ×{:.1}",
+        r(0.5),
+        r(0.99),
+        r(0.999),
+        theirs.max() as f64 / ours.max().max(1) as f64
+    )
+}
+
+fn peer_vocab(w: &Workload) -> PeerVocab {
+    let v = &w.tokenizer.vocab;
+    PeerVocab {
+        tokens: (0..v.len() as u32).map(|i| v.token_bytes(i).to_vec()).collect(),
+        special: (0..v.len() as u32).map(|i| v.kind(i) != TokenKind::Normal).collect(),
+        eos: v.eos,
+    }
+}
+
 fn main() {
-    let repeats: usize = std::env::var("STACKMASK_REPEATS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200);
+    let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|s| s.parse().ok()).unwrap_or(d);
+    let repeats = env("STACKMASK_REPEATS", 200);
+    let mask_steps = env("STACKMASK_MASK_STEPS", 150);
     for w in workload::standard() {
-        let mut commit = Histogram::<u64>::new(3).expect("histogram");
+        println!("{} ({} tokens in {} documents)", w.name, w.total_tokens(), w.docs.len());
+        let mut peer = match LlgPeer::new(&w.grammar_source, &peer_vocab(&w)) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                println!("  llguidance: cannot load the grammar: {e}");
+                None
+            }
+        };
+
+        // commit
+        let (mut ours, mut theirs) = (histogram(), histogram());
         let mut m = Matcher::new(w.engine.clone());
         for r in 0..repeats + 1 {
             for (_, tokens) in &w.docs {
@@ -36,14 +78,66 @@ fn main() {
                     let start = Instant::now();
                     m.commit(t).expect("token in the language");
                     let ns = start.elapsed().as_nanos() as u64;
-                    // The first pass warms caches and buffers; it is not recorded.
                     if r > 0 {
-                        commit.record(ns.max(1)).expect("record");
+                        ours.record(ns.max(1)).expect("record");
                     }
                 }
             }
         }
-        println!("{} ({} tokens × {repeats})", w.name, w.total_tokens());
-        println!("  stackmask commit     {}", percentiles(&commit));
+        let peer_repeats = repeats.min(20);
+        if let Some(p) = peer.as_mut() {
+            'outer: for r in 0..peer_repeats + 1 {
+                for (doc, tokens) in &w.docs {
+                    p.reset().expect("reset");
+                    for &t in tokens {
+                        match p.commit(t) {
+                            Ok(ns) if r > 0 => theirs.record(ns.max(1)).expect("record"),
+                            Ok(_) => {}
+                            Err(e) => {
+                                println!("  llguidance rejects a token of {doc}: {e}");
+                                break 'outer;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        println!("{}", row("stackmask commit", &ours));
+        if !theirs.is_empty() {
+            println!("{}", row("llguidance commit", &theirs));
+            println!("{}", ratio("commit", &ours, &theirs));
+        }
+
+        // get_mask
+        let (mut ours, mut theirs) = (histogram(), histogram());
+        let mut buf = vec![0u32; w.engine.mask_words()];
+        let mut peer_buf = vec![0u32; w.engine.mask_words()];
+        for (doc, tokens) in &w.docs {
+            m.reset();
+            if let Some(p) = peer.as_mut() {
+                p.reset().expect("reset");
+            }
+            for &t in tokens.iter().take(mask_steps) {
+                let start = Instant::now();
+                m.fill_mask(&mut buf);
+                ours.record((start.elapsed().as_nanos() as u64).max(1)).expect("record");
+                m.commit(t).expect("token in the language");
+                if let Some(p) = peer.as_mut() {
+                    match p.mask(&mut peer_buf).and_then(|ns| p.commit(t).map(|_| ns)) {
+                        Ok(ns) => theirs.record(ns.max(1)).expect("record"),
+                        Err(e) => {
+                            println!("  llguidance fails on {doc}: {e}");
+                            peer = None;
+                        }
+                    }
+                }
+            }
+        }
+        println!("{}", row("stackmask get_mask*", &ours));
+        if !theirs.is_empty() {
+            println!("{}", row("llguidance get_mask", &theirs));
+            println!("{}", ratio("get_mask", &ours, &theirs));
+        }
     }
+    println!("* interim: token-trie walk over the GLR parser (the Parser DWA is not built yet)");
 }
