@@ -48,18 +48,32 @@ fn ratio(name: &str, ours: &Histogram<u64>, theirs: &Histogram<u64>) -> String {
 fn peer_vocab(w: &Workload) -> PeerVocab {
     let v = &w.tokenizer.vocab;
     PeerVocab {
-        tokens: (0..v.len() as u32).map(|i| v.token_bytes(i).to_vec()).collect(),
-        special: (0..v.len() as u32).map(|i| v.kind(i) != TokenKind::Normal).collect(),
+        tokens: (0..v.len() as u32)
+            .map(|i| v.token_bytes(i).to_vec())
+            .collect(),
+        special: (0..v.len() as u32)
+            .map(|i| v.kind(i) != TokenKind::Normal)
+            .collect(),
         eos: v.eos,
     }
 }
 
 fn main() {
-    let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|s| s.parse().ok()).unwrap_or(d);
+    let env = |k: &str, d: usize| {
+        std::env::var(k)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d)
+    };
     let repeats = env("STACKMASK_REPEATS", 200);
     let mask_steps = env("STACKMASK_MASK_STEPS", 150);
     for w in workload::standard() {
-        println!("{} ({} tokens in {} documents)", w.name, w.total_tokens(), w.docs.len());
+        println!(
+            "{} ({} tokens in {} documents)",
+            w.name,
+            w.total_tokens(),
+            w.docs.len()
+        );
         let mut peer = match LlgPeer::new(&w.grammar_source, &peer_vocab(&w)) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -120,7 +134,8 @@ fn main() {
             for &t in tokens.iter().take(mask_steps) {
                 let start = Instant::now();
                 m.fill_mask(&mut buf);
-                ours.record((start.elapsed().as_nanos() as u64).max(1)).expect("record");
+                ours.record((start.elapsed().as_nanos() as u64).max(1))
+                    .expect("record");
                 m.commit(t).expect("token in the language");
                 if let Some(p) = peer.as_mut() {
                     match p.mask(&mut peer_buf).and_then(|ns| p.commit(t).map(|_| ns)) {

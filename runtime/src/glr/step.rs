@@ -1,11 +1,12 @@
 //! One GLR step: all reductions on a lookahead terminal, then the shift.
 //!
 //! Reductions enumerate the GSS paths of the rule's length; nodes created in the step
-//! merge by LR state, and when a merge adds an edge to a node that was already
-//! processed, every step node is processed again (Farshi's fix, in its simple form:
-//! recognition needs no forest, and re-processing is idempotent because an existing
-//! edge is never added twice). This is what keeps ε-rules and hidden left recursion
-//! correct.
+//! merge by LR state. When a merge adds an edge to a node that was already processed,
+//! paths through that edge may have been missed (Farshi's observation), so the step
+//! runs further rounds over its nodes, enumerating only the paths that use an edge
+//! added in the previous round — every other path was seen before. Re-finding a known
+//! path is harmless (an existing edge is never added twice), so the rounds end when no
+//! edge is added. This is what keeps ε-rules and hidden left recursion correct.
 
 use super::gss::{Layered, NONE};
 use stackmask_formats::{Action, TablesRef};
@@ -15,12 +16,17 @@ use stackmask_formats::{Action, TablesRef};
 pub(crate) struct StepScratch {
     /// Nodes created by reductions in this step: (LR state, node).
     reduced: Vec<(u32, u32)>,
-    /// Nodes whose actions are still to be processed.
-    work: Vec<u32>,
+    /// Nodes whose actions are still to be processed, and whether all their paths
+    /// (`true`) or only those through `fresh` edges are to be enumerated.
+    work: Vec<(u32, bool)>,
+    /// Edges added to existing nodes in the previous round.
+    fresh: Vec<(u32, u32)>,
+    /// Edges added to existing nodes in this round.
+    added: Vec<(u32, u32)>,
     /// Pending shifts: (target state, from node).
     shifts: Vec<(u32, u32)>,
-    /// Path enumeration stack: (node, remaining length).
-    paths: Vec<(u32, u32)>,
+    /// Path enumeration stack: (node, remaining length, went through a fresh edge).
+    paths: Vec<(u32, u32, bool)>,
     /// Path ends found.
     ends: Vec<u32>,
     /// Nodes created by the shift: (LR state, node).
@@ -42,37 +48,41 @@ pub(crate) fn step(
     s.shifts.clear();
     s.shifted.clear();
     s.work.clear();
-    s.work.extend_from_slice(heads);
+    s.fresh.clear();
+    s.added.clear();
+    s.work.extend(heads.iter().map(|&h| (h, true)));
     let mut accepted = false;
-    // Heads are processed once; step nodes again whenever an edge is added to one.
-    let mut first_round = true;
     loop {
-        let mut new_edge = false;
-        while let Some(v) = s.work.pop() {
+        while let Some((v, full)) = s.work.pop() {
             let state = gss.node(v).state;
             for a in tables.decoded_actions(state, t) {
                 match a {
-                    Action::Shift(target) => {
-                        if first_round || !s.shifts.contains(&(target, v)) {
-                            s.shifts.push((target, v));
-                        }
-                    }
+                    // Shifts depend on the state only: recorded on the full pass.
+                    Action::Shift(target) if full => s.shifts.push((target, v)),
+                    Action::Shift(_) => {}
                     Action::Accept => accepted = true,
                     Action::Reduce(r) => {
                         let len = tables.rule_len[r as usize];
+                        if !full && len == 0 {
+                            continue;
+                        }
                         let lhs = tables.rule_lhs[r as usize];
-                        paths(gss, v, len, s);
+                        paths(gss, v, len, !full, s);
                         for i in 0..s.ends.len() {
                             let u = s.ends[i];
                             let Some(target) = tables.goto(gss.node(u).state, lhs) else {
                                 continue;
                             };
                             match s.reduced.iter().find(|&&(st, _)| st == target) {
-                                Some(&(_, w)) => new_edge |= gss.add_edge(w, u),
+                                Some(&(_, w)) => {
+                                    if gss.add_edge(w, u) {
+                                        s.added.push((w, u));
+                                    }
+                                }
                                 None => {
                                     let w = gss.new_node(target, u);
                                     s.reduced.push((target, w));
-                                    s.work.push(w);
+                                    s.work.push((w, true));
                                 }
                             }
                         }
@@ -80,12 +90,13 @@ pub(crate) fn step(
                 }
             }
         }
-        if !new_edge {
+        if s.added.is_empty() {
             break;
         }
-        // A merge added a path: redo the reductions of every step node.
-        first_round = false;
-        s.work.extend(s.reduced.iter().map(|&(_, w)| w));
+        // A merge added paths: another round over the step's nodes, through the new edges.
+        std::mem::swap(&mut s.fresh, &mut s.added);
+        s.added.clear();
+        s.work.extend(s.reduced.iter().map(|&(_, w)| (w, false)));
     }
     for i in 0..s.shifts.len() {
         let (target, from) = s.shifts[i];
@@ -103,14 +114,15 @@ pub(crate) fn step(
     accepted
 }
 
-/// Collects into `s.ends` the end nodes of all paths of `len` edges from `v`.
-fn paths(gss: &Layered<'_>, v: u32, len: u32, s: &mut StepScratch) {
+/// Collects into `s.ends` the end nodes of the paths of `len` edges from `v` — with
+/// `through_fresh`, only those using an edge in `s.fresh`.
+fn paths(gss: &Layered<'_>, v: u32, len: u32, through_fresh: bool, s: &mut StepScratch) {
     s.ends.clear();
     s.paths.clear();
-    s.paths.push((v, len));
-    while let Some((node, left)) = s.paths.pop() {
+    s.paths.push((v, len, !through_fresh));
+    while let Some((node, left, used)) = s.paths.pop() {
         if left == 0 {
-            if !s.ends.contains(&node) {
+            if used && !s.ends.contains(&node) {
                 s.ends.push(node);
             }
             continue;
@@ -118,7 +130,8 @@ fn paths(gss: &Layered<'_>, v: u32, len: u32, s: &mut StepScratch) {
         let mut e = gss.node(node).first_edge;
         while e != NONE {
             let edge = gss.edge(e);
-            s.paths.push((edge.to, left - 1));
+            let used = used || s.fresh.contains(&(node, edge.to));
+            s.paths.push((edge.to, left - 1, used));
             e = edge.next;
         }
     }
