@@ -13,7 +13,7 @@ use regex_automata::dfa::{Automaton, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
-use regex_automata::{util::syntax, Anchored};
+use regex_automata::{util::syntax, Anchored, MatchKind};
 use stackmask_formats::{ByteDfa, Grammar, Location};
 use std::collections::HashMap;
 
@@ -65,6 +65,9 @@ pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
     let dfa = DFA::builder()
         .configure(
             Config::new()
+                // The terminal is its whole regular language: leftmost-first (the
+                // default) would drop `ab` from `a|ab` once `a` has matched.
+                .match_kind(MatchKind::All)
                 .start_kind(StartKind::Anchored)
                 .minimize(false)
                 .unicode_word_boundary(false)
@@ -271,6 +274,16 @@ mod tests {
             compile_terminal("(?<!b)a"),
             Err(LexerErrorKind::Unsupported("lookbehind".into()))
         );
+    }
+
+    #[test]
+    fn alternation_keeps_every_branch() {
+        let d = compile_terminal("a|ab").unwrap();
+        assert!(accepts(&d, b"a") && accepts(&d, b"ab"));
+        let d = compile_terminal("a{1,3}|a{4}").unwrap();
+        assert!(accepts(&d, b"aaaa") && !accepts(&d, b"aaaaa"));
+        let d = compile_terminal("<|<=").unwrap();
+        assert!(d.extends(d.run(b"<"), b'='));
     }
 
     #[test]

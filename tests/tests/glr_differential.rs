@@ -27,6 +27,8 @@ const TERMINALS: &[&str] = &[
     "b[ab]?",
     "c",
     "a|bc",
+    "a|ab",
+    "b|ba+",
     "a+",
     "[ab]+",
     "b*a",

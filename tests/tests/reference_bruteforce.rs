@@ -33,6 +33,8 @@ const TERMINALS: &[&str] = &[
     "ca?",
     "c",
     "a|bc",
+    "a|ab",
+    "b|ba+",
     "a+",
     "[ab]+",
     "b*a",
@@ -147,7 +149,11 @@ impl Language<'_> {
         if !self.bounds.iter().any(|b| b.max_len == max_len) {
             let sentences = sentences(self.g, self.dfas, ALPHABET, max_len, max_len);
             let prefixes = prefixes(&sentences);
-            self.bounds.push(Bounded { max_len, sentences, prefixes });
+            self.bounds.push(Bounded {
+                max_len,
+                sentences,
+                prefixes,
+            });
         }
         let b = self.bounds.iter().find(|b| b.max_len == max_len).unwrap();
         (&b.sentences, &b.prefixes)

@@ -326,12 +326,12 @@ impl Walk {
                         assert_eq!(m.commit(special), Err(MatchError::SpecialToken(special)));
                         assert_unchanged(&mut m, &before, words, &ctx("special token"));
                     }
-                    // Forced bytes: the document's next bytes then a byte that cannot follow.
+                    // Forced bytes: the document's next bytes then 0xFF, never valid UTF-8 (every shipped grammar is UTF-8-only).
                     let next: Vec<u8> = self.tokens[at..(at + 3).min(n)]
                         .iter()
                         .flat_map(|&t| self.tok.vocab.token_bytes(t).to_vec())
                         .collect();
-                    let bad = [next.as_slice(), b"\x00"].concat();
+                    let bad = [next.as_slice(), b"\xff"].concat();
                     assert_eq!(
                         m.commit_bytes(&bad),
                         Err(MatchError::RejectedBytes { offset: next.len() }),
@@ -388,16 +388,37 @@ fn roundtrips_json_bytes_tokenizer() {
 #[test]
 fn roundtrips_json_o200k() {
     let json = common::shipped_grammar("json");
-    let walk = Walk::new(
-        &json,
-        "tiktoken:o200k_base",
+    for (i, sample) in [
         "json/simdjson_example_config.json",
-    );
-    assert!(
-        walk.tokens.len() > 20,
-        "the sample is too short to be interesting"
-    );
-    walk.run(0x5eed_0003, 40);
+        "json/handwritten_deep_nesting_whitespace.json",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let walk = Walk::new(&json, "tiktoken:o200k_base", sample);
+        assert!(
+            walk.tokens.len() > 20,
+            "{sample}: too short to be interesting"
+        );
+        walk.run(0x5eed_0003 + i as u64, 60);
+    }
+}
+
+#[test]
+fn roundtrips_other_grammars() {
+    // Grammars with %ignore (whitespace, comments) and keyword/identifier overlaps.
+    Walk::new(
+        &common::shipped_grammar("sql"),
+        "bytes",
+        "sql/with_recursive_union.sql",
+    )
+    .run(0x5eed_0005, 60);
+    Walk::new(
+        &common::shipped_grammar("expr"),
+        "tiktoken:o200k_base",
+        "expr/long_chain_no_spaces.txt",
+    )
+    .run(0x5eed_0006, 60);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -529,15 +550,6 @@ fn masks_on_tiny_grammars_match_brute_force() {
         &prefixes(&s),
     );
 
-    // Alternatives of different lengths in one terminal, greedy: "aa" followed by "a" is
-    // impossible (it would extend to "aaa"), "a" followed by "a" too.
-    let s = set(["aaab", "aab", "ab", "aaaab"]);
-    let g = "start: A B\nA: /a{1,3}/ | /a{4}/\nB: /a?b/";
-    // Enumerated: A ∈ {a, aa, aaa, aaaa}; B ∈ {b, ab}. A followed by B="ab" needs the "a" not
-    // to extend A: only A="aaaa" (no 5th a possible) → "aaaaab". A followed by "b": all.
-    let s2: BTreeSet<Vec<u8>> = s.iter().cloned().chain([b"aaaaab".to_vec()]).collect();
-    checked += check_masks("greedy_alternatives", g, &s2, &prefixes(&s2));
-
     // Ignore: between lexemes only (not before the first, not after the last); runs of
     // spaces bounded by 3 in the enumeration, prefixes checked with runs of at most 2.
     let spaced = |max: usize| -> BTreeSet<Vec<u8>> {
@@ -575,4 +587,33 @@ fn masks_on_tiny_grammars_match_brute_force() {
 
     assert!(checked > 1000, "only {checked} masks checked");
     eprintln!("{checked} masks checked against brute force");
+}
+
+/// A terminal's language is the whole regular language of its regex: an alternation
+/// whose earlier branch is a prefix of a later one (`"<" | "<="`, `a{1,3}|a{4}`) must keep
+/// both (no leftmost-first match priority inside one terminal's DFA).
+#[test]
+fn alternation_inside_a_terminal_keeps_every_branch() {
+    let mut checked = 0;
+
+    // OP = {"<", "<="}, then "x". "<" followed by "=" would extend OP, so "<=x" is only
+    // OP="<=".
+    let s = set(["<x", "<=x"]);
+    checked += check_masks(
+        "prefix_alternatives",
+        "start: OP \"x\"\nOP: \"<\" | \"<=\"",
+        &s,
+        &prefixes(&s),
+    );
+
+    // A ∈ {a, aa, aaa, aaaa}, B ∈ {b, ab}. A followed by B = "ab" needs that "a" not to
+    // extend A: only A = "aaaa" (no fifth a possible) gives "aaaaab"; A followed by "b": all.
+    let s = set(["ab", "aab", "aaab", "aaaab", "aaaaab"]);
+    checked += check_masks(
+        "greedy_alternatives",
+        "start: A B\nA: /a{1,3}/ | /a{4}/\nB: /a?b/",
+        &s,
+        &prefixes(&s),
+    );
+    assert!(checked > 10);
 }
