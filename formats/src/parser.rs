@@ -260,7 +260,7 @@ impl TablesRef<'_> {
         {
             return bad("table sizes disagree");
         }
-        if self.state_class.len() != num_states || self.class_start.len() % 256 != 0 {
+        if self.state_class.len() != num_states || !self.class_start.len().is_multiple_of(256) {
             return bad("expected classes have the wrong size");
         }
         let classes = self.class_start.len() / 256;
