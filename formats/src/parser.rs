@@ -236,6 +236,22 @@ impl TablesRef<'_> {
         if self.expected.len() != num_states * self.expected_words as usize {
             return Err("tables: expected-terminal sets have the wrong size".into());
         }
+        // Only grammar terminals may be expected: end of input and the padding bits of
+        // the last word stay clear, so `expects` never names a terminal without a DFA.
+        let words = (self.expected_words as usize).max(1);
+        for (i, &w) in self.expected.iter().enumerate() {
+            let first = (i % words) * 64;
+            let allowed = if first + 64 <= terminals {
+                u64::MAX
+            } else if first >= terminals {
+                0
+            } else {
+                (1u64 << (terminals - first)) - 1
+            };
+            if w & !allowed != 0 {
+                return Err("tables: an expected-terminal set names a terminal that is not a grammar terminal".into());
+            }
+        }
         self.validate_configs(terminals, num_states)?;
         crate::lr::validate_lr(crate::lr::LrSlices {
             num_states: num_states as u32,

@@ -17,20 +17,40 @@ fn lexed(name: &str) -> pipeline::LexedGrammar {
 #[test]
 fn json_is_conflict_free_and_c_forks_only_on_dangling_else() {
     let json = pipeline::compile_parser(&lexed("json.lark"), 100_000).unwrap();
-    assert!(json.automaton.conflicts.is_empty(), "{:?}", json.automaton.conflicts);
+    assert!(
+        json.automaton.conflicts.is_empty(),
+        "{:?}",
+        json.automaton.conflicts
+    );
 
     let c = lexed("c.lark");
     let compiled = pipeline::compile_parser(&c, 100_000).unwrap();
     assert!(!compiled.automaton.conflicts.is_empty());
     for conflict in &compiled.automaton.conflicts {
-        assert_eq!(c.grammar.terminals[conflict.terminal as usize].name, "\"else\"");
-        assert!(conflict.actions.iter().any(|a| matches!(a, Action::Shift(_))));
-        assert!(conflict.actions.iter().any(|a| matches!(a, Action::Reduce(_))));
-        assert!(conflict.items.iter().any(|i| i.contains("• \"else\"")), "{:?}", conflict.items);
+        assert_eq!(
+            c.grammar.terminals[conflict.terminal as usize].name,
+            "\"else\""
+        );
+        assert!(conflict
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Shift(_))));
+        assert!(conflict
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Reduce(_))));
+        assert!(
+            conflict.items.iter().any(|i| i.contains("• \"else\"")),
+            "{:?}",
+            conflict.items
+        );
     }
 
     let expr = pipeline::compile_parser(&lexed("expr.lark"), 100_000).unwrap();
-    assert!(expr.automaton.conflicts.len() >= 4, "the ambiguous expression grammar forks");
+    assert!(
+        expr.automaton.conflicts.len() >= 4,
+        "the ambiguous expression grammar forks"
+    );
 }
 
 #[test]
@@ -39,7 +59,10 @@ fn lr_state_limit_is_a_named_error() {
     let err = build_lr(&c.grammar, 50).unwrap_err();
     assert_eq!(err, LrError::TooManyStates { limit: 50 });
     assert!(err.to_string().contains("max_lr_states"), "{err}");
-    assert!(matches!(pipeline::compile_parser(&c, 50), Err(CompileError::Lr(_))));
+    assert!(matches!(
+        pipeline::compile_parser(&c, 50),
+        Err(CompileError::Lr(_))
+    ));
 }
 
 #[test]
@@ -58,12 +81,16 @@ fn greedy_dead_ends_are_refused_with_both_terminals_named() {
     match pipeline::compile_parser(&l, 1000) {
         Err(CompileError::DeadEnd(e)) => {
             assert_eq!((e.after.as_str(), e.before.as_str()), ("A", "B"));
-            assert!(e.to_string().starts_with("dead.lark: after terminal A"), "{e}");
+            assert!(
+                e.to_string().starts_with("dead.lark: after terminal A"),
+                "{e}"
+            );
         }
         other => panic!("expected a dead-end error, got {other:?}"),
     }
     // Making A lazy removes the dead end ("a" then "a" lexes as A, B).
-    let l = pipeline::lex_grammar_source("start: A B\nA[lazy]: /a+/\nB: \"a\"\n", "lazy.lark").unwrap();
+    let l =
+        pipeline::lex_grammar_source("start: A B\nA[lazy]: /a+/\nB: \"a\"\n", "lazy.lark").unwrap();
     assert!(pipeline::compile_parser(&l, 1000).is_ok());
 }
 

@@ -1,0 +1,646 @@
+//! The compiled `Matcher` against the reference path, on a real vocabulary.
+//!
+//! `json.lark` × `tiktoken:o200k_base`, built in process: the canonical tokenization of
+//! the two smallest JSON samples is committed token by token, and at every step the
+//! compiled mask must equal the reference mask (`engine.reference()`, the Earley + trie
+//! path) bit for bit (DESIGN.md §5 "Differential"). Around that walk: `clone()` and
+//! `rollback(n)` restore earlier masks exactly, a rejected commit changes nothing, the
+//! EOS rules of §1 / §2 hold, and `reset()` is a fresh matcher. Then `c.lark`,
+//! `sql.lark` (and `json`, `expr`) with the `bytes` vocabulary: whole-document
+//! acceptance, rejection offsets and masks agree with the reference on every sample.
+
+mod common;
+mod compiled_support;
+
+use common::{workspace, Rng};
+use compiled_support::{bit, cached, count, engine, mask_diff, Built};
+use stackmask_formats::TokenKind;
+use stackmask_runtime::reference::ReferenceMatcher;
+use stackmask_runtime::{Engine, MatchError, Matcher};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+const O200K: &str = "tiktoken:o200k_base";
+
+struct Setup {
+    built: &'static Built,
+    engine: Arc<Engine>,
+    docs: Vec<(String, Vec<u8>, Vec<u32>)>,
+}
+
+/// The json × o200k engine and the two smallest JSON samples with their canonical
+/// tokenizations.
+fn setup() -> Setup {
+    let built = cached("json", O200K);
+    let engine = engine(&built.bytes);
+    let dir = workspace().join("grammars/samples/json");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort_by_key(|p| (std::fs::metadata(p).unwrap().len(), p.clone()));
+    let docs = files[..2]
+        .iter()
+        .map(|p| {
+            let text = std::fs::read(p).unwrap();
+            let tokens = built.tokenizer.encode(&text).unwrap();
+            assert_eq!(
+                built.tokenizer.decode(&tokens),
+                text,
+                "{}: tokens spell the text",
+                p.display()
+            );
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                text,
+                tokens,
+            )
+        })
+        .collect();
+    Setup {
+        built,
+        engine,
+        docs,
+    }
+}
+
+fn reference(e: &Arc<Engine>) -> ReferenceMatcher {
+    ReferenceMatcher::new(e.reference().expect("the embedded reference path builds"))
+}
+
+fn mask_of(m: &mut Matcher) -> Vec<u32> {
+    let mut v = vec![0u32; m.engine().mask_words()];
+    m.fill_mask(&mut v);
+    v
+}
+
+fn ref_mask_of(r: &mut ReferenceMatcher, words: usize) -> Vec<u32> {
+    let mut v = vec![0u32; words];
+    r.fill_mask(&mut v);
+    v
+}
+
+/// `k` distinct sorted steps in `0..=last`, always including 0 and `last`.
+fn sample_steps(rng: &mut Rng, last: usize, k: usize) -> Vec<usize> {
+    let mut s = vec![0, last];
+    while s.len() < k.min(last + 1) {
+        let x = rng.below(last + 1);
+        if !s.contains(&x) {
+            s.push(x);
+        }
+    }
+    s.sort_unstable();
+    s
+}
+
+fn assert_same_mask(compiled: &[u32], reference: &[u32], what: &str) {
+    assert!(
+        compiled == reference,
+        "{what}: compiled mask ({} tokens) != reference mask ({} tokens); first differing ids {:?}",
+        count(compiled),
+        count(reference),
+        mask_diff(compiled, reference)
+    );
+}
+
+#[test]
+fn masks_match_the_reference_along_real_documents() {
+    let s = setup();
+    let eos = s.engine.meta().eos;
+    let words = s.engine.mask_words();
+    assert_eq!(words, s.built.tokenizer.vocab.mask_words());
+    for (name, text, tokens) in &s.docs {
+        let mut m = Matcher::new(s.engine.clone());
+        let mut r = reference(&s.engine);
+        // Every step: a reference mask over o200k costs milliseconds here.
+        for step in 0..=tokens.len() {
+            let next = tokens.get(step).copied().unwrap_or(eos);
+            assert_eq!(
+                m.is_accepting(),
+                r.is_accepting(),
+                "{name} step {step}: acceptance"
+            );
+            assert_eq!(m.bytes_consumed(), r.bytes_consumed(), "{name} step {step}");
+            {
+                let cm = mask_of(&mut m);
+                let rm = ref_mask_of(&mut r, words);
+                assert_same_mask(&cm, &rm, &format!("{name} step {step}"));
+                assert!(
+                    bit(&cm, next),
+                    "{name} step {step}: the document's next token {next} is not allowed"
+                );
+                assert_eq!(
+                    bit(&cm, eos),
+                    m.is_accepting(),
+                    "{name} step {step}: EOS bit vs is_accepting"
+                );
+                // Only normal tokens and EOS are ever allowed.
+                for id in common::mask_ids(&cm) {
+                    assert!(
+                        id == eos || s.built.tokenizer.vocab.kind(id) == TokenKind::Normal,
+                        "{name} step {step}: special/unused token {id} allowed"
+                    );
+                }
+            }
+            m.commit(next)
+                .unwrap_or_else(|e| panic!("{name} step {step}: compiled: {e}"));
+            r.commit(next)
+                .unwrap_or_else(|e| panic!("{name} step {step}: reference: {e}"));
+        }
+        assert!(m.is_finished() && r.is_finished());
+        assert_eq!(m.bytes_consumed(), text.len());
+    }
+}
+
+/// Random walks that sample every next token from the compiled mask (DESIGN.md §5):
+/// the masks agree with the reference at every step, every sampled token commits on
+/// both paths, and a walk ends with EOS only where both accept.
+#[test]
+fn random_walks_through_the_mask_match_the_reference() {
+    let s = setup();
+    let eos = s.engine.meta().eos;
+    let words = s.engine.mask_words();
+    let mut rng = Rng(0x0003_a14b);
+    for walk in 0..3 {
+        let mut m = Matcher::new(s.engine.clone());
+        let mut r = reference(&s.engine);
+        // Start some walks inside a document, so they also see deeper structure.
+        let (_, _, tokens) = &s.docs[walk % 2];
+        let start = if walk == 0 {
+            0
+        } else {
+            rng.below(tokens.len())
+        };
+        for &t in &tokens[..start] {
+            m.commit(t).unwrap();
+            r.commit(t).unwrap();
+        }
+        for step in 0..30 {
+            let what = format!("walk {walk} (from document step {start}) step {step}");
+            let cm = mask_of(&mut m);
+            let rm = ref_mask_of(&mut r, words);
+            assert_same_mask(&cm, &rm, &what);
+            let ids = common::mask_ids(&cm);
+            assert!(!ids.is_empty(), "{what}: empty mask on a viable prefix");
+            // EOS rarely, so walks go on; otherwise a uniform allowed token.
+            let normal: Vec<u32> = ids.iter().copied().filter(|&t| t != eos).collect();
+            let t = if normal.is_empty() || (bit(&cm, eos) && rng.chance(10)) {
+                eos
+            } else {
+                normal[rng.below(normal.len())]
+            };
+            m.commit(t)
+                .unwrap_or_else(|e| panic!("{what}: allowed token {t} refused: {e}"));
+            r.commit(t)
+                .unwrap_or_else(|e| panic!("{what}: reference refused {t}: {e}"));
+            if t == eos {
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn clone_and_rollback_restore_earlier_masks() {
+    let s = setup();
+    let eos = s.engine.meta().eos;
+    let words = s.engine.mask_words();
+    let mut rng = Rng(0xc10_4e5);
+    let (name, _, tokens) = &s.docs[0];
+    let mut m = Matcher::new(s.engine.clone());
+    let mut r = reference(&s.engine);
+    let points = sample_steps(&mut rng, tokens.len() - 1, 5);
+    let mut step = 0;
+    for &p in &points {
+        while step < p {
+            m.commit(tokens[step]).unwrap();
+            r.commit(tokens[step]).unwrap();
+            step += 1;
+        }
+        let what = format!("{name} clone at step {p}");
+        let mask_p = mask_of(&mut m);
+        let (bytes_p, acc_p) = (m.bytes_consumed(), m.is_accepting());
+        let mut c = m.clone();
+        let mut rc = r.clone();
+
+        // m goes on along the document ...
+        let k = (1 + rng.below(6)).min(tokens.len() - p);
+        for &t in &tokens[p..p + k] {
+            m.commit(t).unwrap();
+            r.commit(t).unwrap();
+        }
+        // ... and the clone on a random walk through its own masks, starting with a
+        // token other than the document's.
+        let mut walked = 0;
+        for i in 0..1 + rng.below(6) {
+            let mask = mask_of(&mut c);
+            let ids: Vec<u32> = common::mask_ids(&mask)
+                .into_iter()
+                .filter(|&t| t != eos && (i > 0 || t != tokens[p]))
+                .collect();
+            if ids.is_empty() {
+                break;
+            }
+            let t = ids[rng.below(ids.len())];
+            c.commit(t)
+                .unwrap_or_else(|e| panic!("{what}: allowed token {t} refused: {e}"));
+            rc.commit(t)
+                .unwrap_or_else(|e| panic!("{what}: reference refused {t}: {e}"));
+            walked += 1;
+        }
+        // Each matches its own reference: the clone did not disturb the original.
+        assert_same_mask(
+            &mask_of(&mut m),
+            &ref_mask_of(&mut r, words),
+            &format!("{what}: original after {k}"),
+        );
+        assert_same_mask(
+            &mask_of(&mut c),
+            &ref_mask_of(&mut rc, words),
+            &format!("{what}: clone after {walked}"),
+        );
+        assert_eq!(c.is_accepting(), rc.is_accepting(), "{what}");
+
+        // Rolling both back lands exactly where the clone was taken.
+        c.rollback(walked).unwrap();
+        assert_eq!(
+            (c.bytes_consumed(), c.is_accepting()),
+            (bytes_p, acc_p),
+            "{what}: clone rolled back"
+        );
+        assert_same_mask(
+            &mask_of(&mut c),
+            &mask_p,
+            &format!("{what}: clone rolled back"),
+        );
+        m.rollback(k).unwrap();
+        r.rollback(k).unwrap();
+        assert_eq!(
+            (m.bytes_consumed(), m.is_accepting()),
+            (bytes_p, acc_p),
+            "{what}: original rolled back"
+        );
+        assert_same_mask(
+            &mask_of(&mut m),
+            &mask_p,
+            &format!("{what}: original rolled back"),
+        );
+        // A clone of a clone, after rollback, still commits the document's tokens.
+        let mut cc = c.clone();
+        for &t in &tokens[p..p + k] {
+            cc.commit(t)
+                .unwrap_or_else(|e| panic!("{what}: re-commit after rollback: {e}"));
+        }
+    }
+    // Rolling back everything is the start of input.
+    let n = step;
+    m.rollback(n).unwrap();
+    assert_eq!(m.bytes_consumed(), 0);
+    assert_same_mask(
+        &mask_of(&mut m),
+        &mask_of(&mut Matcher::new(s.engine.clone())),
+        "rollback to the start",
+    );
+    assert_eq!(
+        m.rollback(1),
+        Err(MatchError::RollbackTooFar {
+            requested: 1,
+            available: 0
+        })
+    );
+}
+
+/// The observable state of a matcher.
+fn snapshot(m: &mut Matcher) -> (Vec<u32>, usize, bool, bool) {
+    (
+        mask_of(m),
+        m.bytes_consumed(),
+        m.is_accepting(),
+        m.is_finished(),
+    )
+}
+
+#[test]
+fn a_refused_commit_changes_nothing() {
+    let s = setup();
+    let vocab = &s.built.tokenizer.vocab;
+    let eos = vocab.eos;
+    let n = vocab.len() as u32;
+    let special = (0..n)
+        .find(|&t| t != eos && vocab.kind(t) == TokenKind::Special)
+        .unwrap();
+    let unused = (0..n)
+        .find(|&t| vocab.kind(t) == TokenKind::Unused)
+        .unwrap();
+    let mut rng = Rng(0x4e_f05e);
+    let (name, _, tokens) = &s.docs[1];
+    let mut m = Matcher::new(s.engine.clone());
+    let mut r = reference(&s.engine);
+    let points = sample_steps(&mut rng, tokens.len() - 1, 5);
+    for (step, &tok) in tokens.iter().enumerate() {
+        if points.contains(&step) {
+            let what = format!("{name} step {step}");
+            let before = snapshot(&mut m);
+            let mask = &before.0;
+            // Normal tokens outside the mask.
+            let mut refused = 0;
+            while refused < 4 {
+                let t = rng.below(n as usize) as u32;
+                if vocab.kind(t) != TokenKind::Normal || bit(mask, t) {
+                    continue;
+                }
+                assert!(
+                    !m.accepts_bytes(vocab.token_bytes(t)),
+                    "{what}: accepts_bytes of refused token {t}"
+                );
+                assert_eq!(
+                    m.commit(t),
+                    Err(MatchError::Rejected { token: t }),
+                    "{what}"
+                );
+                assert_eq!(
+                    snapshot(&mut m),
+                    before,
+                    "{what}: state changed by refused token {t}"
+                );
+                refused += 1;
+            }
+            // Tokens that are never allowed, and ids outside the vocabulary.
+            assert_eq!(
+                m.commit(special),
+                Err(MatchError::SpecialToken(special)),
+                "{what}"
+            );
+            assert_eq!(
+                m.commit(unused),
+                Err(MatchError::SpecialToken(unused)),
+                "{what}"
+            );
+            assert_eq!(m.commit(n), Err(MatchError::UnknownToken(n)), "{what}");
+            assert_eq!(
+                m.commit(u32::MAX),
+                Err(MatchError::UnknownToken(u32::MAX)),
+                "{what}"
+            );
+            // Forced bytes that go wrong part-way: refused at the same offset as the
+            // reference refuses them, all or nothing.
+            let mut bad = vocab.token_bytes(tok).to_vec();
+            bad.extend_from_slice(b"\x01}}");
+            let got = m.commit_bytes(&bad);
+            let want = r.clone().commit_bytes(&bad);
+            assert_eq!(got, want, "{what}: forced bytes {bad:?}");
+            assert!(got.is_err(), "{what}: {bad:?} accepted");
+            // The next token of the document is accepted by accepts_bytes, without
+            // being committed.
+            assert!(m.accepts_bytes(vocab.token_bytes(tok)), "{what}");
+            assert_eq!(
+                snapshot(&mut m),
+                before,
+                "{what}: state changed by refused commits"
+            );
+            // The history is unchanged too: rolling back one commit undoes the last
+            // accepted token, not a refused one.
+            if step > 0 {
+                let mut c = m.clone();
+                let mut rc = r.clone();
+                c.rollback(1).unwrap();
+                rc.rollback(1).unwrap();
+                assert_eq!(
+                    c.bytes_consumed(),
+                    rc.bytes_consumed(),
+                    "{what}: rollback after refusals"
+                );
+                assert_eq!(
+                    c.bytes_consumed(),
+                    before.1 - vocab.token_bytes(tokens[step - 1]).len()
+                );
+            }
+        }
+        m.commit(tok).unwrap();
+        r.commit(tok).unwrap();
+    }
+}
+
+#[test]
+fn eos_rules() {
+    let s = setup();
+    let vocab = &s.built.tokenizer.vocab;
+    let eos = vocab.eos;
+    let (name, _, tokens) = &s.docs[0];
+    let mut m = Matcher::new(s.engine.clone());
+    let mut r = reference(&s.engine);
+    // Find a non-accepting point near the start ("{" then a newline, say).
+    let mut step = 0;
+    while m.is_accepting() || step == 0 {
+        m.commit(tokens[step]).unwrap();
+        r.commit(tokens[step]).unwrap();
+        step += 1;
+    }
+    assert!(!r.is_accepting(), "{name} step {step}: reference accepts");
+    let before = snapshot(&mut m);
+    assert!(
+        !bit(&before.0, eos),
+        "EOS allowed where the text is not a sentence"
+    );
+    assert_eq!(m.commit(eos), Err(MatchError::EosNotAllowed));
+    assert_eq!(snapshot(&mut m), before, "refused EOS changed the state");
+
+    // Walk to the end.
+    for &t in &tokens[step..] {
+        m.commit(t).unwrap();
+        r.commit(t).unwrap();
+    }
+    assert!(
+        m.is_accepting() && r.is_accepting(),
+        "{name}: the document is a sentence"
+    );
+    let end = snapshot(&mut m);
+    assert!(
+        bit(&end.0, eos),
+        "EOS not allowed at the end of the document"
+    );
+    m.commit(eos).unwrap();
+    assert!(m.is_finished());
+    let finished = snapshot(&mut m);
+    assert!(
+        finished.0.iter().all(|&w| w == 0),
+        "a mask after EOS allows {} tokens",
+        count(&finished.0)
+    );
+    assert_eq!(finished.1, end.1, "EOS consumes no bytes");
+    // Nothing after EOS, and a refusal after EOS changes nothing.
+    let ws = (0..vocab.len() as u32)
+        .find(|&t| vocab.kind(t) == TokenKind::Normal && vocab.token_bytes(t) == b"\n")
+        .unwrap();
+    assert_eq!(m.commit(ws), Err(MatchError::Finished));
+    assert_eq!(m.commit(eos), Err(MatchError::Finished));
+    assert_eq!(m.commit_bytes(b" "), Err(MatchError::Finished));
+    assert_eq!(m.commit_bytes(b""), Err(MatchError::Finished));
+    assert_eq!(snapshot(&mut m), finished);
+
+    // Rollback over EOS: back to the accepting state before it, mask and all.
+    m.rollback(1).unwrap();
+    assert!(!m.is_finished());
+    assert_eq!(snapshot(&mut m), end, "rollback over EOS");
+    // After that, trailing whitespace is still allowed (json.lark: `ws?` after a
+    // value), and EOS again.
+    m.commit(ws).unwrap();
+    r.commit(ws).unwrap();
+    assert_same_mask(
+        &mask_of(&mut m),
+        &ref_mask_of(&mut r, s.engine.mask_words()),
+        "after trailing newline",
+    );
+    m.commit(eos).unwrap();
+    // Rolling back EOS and two tokens is the state before the last document token.
+    m.rollback(3).unwrap();
+    let mut fresh = Matcher::new(s.engine.clone());
+    for &t in &tokens[..tokens.len() - 1] {
+        fresh.commit(t).unwrap();
+    }
+    assert_eq!(
+        snapshot(&mut m),
+        snapshot(&mut fresh),
+        "rollback over EOS and two tokens"
+    );
+    // EOS committed at the very start is refused for JSON (an empty text is not a value).
+    let mut empty = Matcher::new(s.engine.clone());
+    assert_eq!(empty.commit(eos), Err(MatchError::EosNotAllowed));
+    // And reset after EOS is a fresh matcher.
+    m.commit(tokens[tokens.len() - 1]).unwrap();
+    m.commit(eos).unwrap();
+    m.reset();
+    assert_eq!(
+        snapshot(&mut m),
+        snapshot(&mut Matcher::new(s.engine.clone())),
+        "reset after EOS"
+    );
+}
+
+#[test]
+fn reset_is_a_fresh_matcher() {
+    let s = setup();
+    let mut rng = Rng(0x2e5e7);
+    let mut pooled = Matcher::new(s.engine.clone());
+    for round in 0..2 {
+        for (name, _, tokens) in &s.docs {
+            // Leave the pooled matcher somewhere in the middle of another document,
+            // after a rollback and a refused commit.
+            let (_, _, other) = &s.docs[(round + 1) % 2];
+            pooled.reset();
+            for &t in &other[..rng.below(other.len())] {
+                pooled.commit(t).unwrap();
+            }
+            let _ = pooled.rollback(1);
+            let _ = pooled.commit_bytes(b"\x00");
+            pooled.reset();
+            let mut fresh = Matcher::new(s.engine.clone());
+            let steps = sample_steps(&mut rng, tokens.len(), 5);
+            for (step, &t) in tokens.iter().enumerate() {
+                if steps.contains(&step) {
+                    assert_eq!(
+                        snapshot(&mut pooled),
+                        snapshot(&mut fresh),
+                        "{name} round {round} step {step}"
+                    );
+                }
+                pooled.commit(t).unwrap();
+                fresh.commit(t).unwrap();
+            }
+            assert_eq!(pooled.is_accepting(), fresh.is_accepting());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Other grammars, bytes vocabulary.
+
+/// `(path, text, expected verdict)` of every sample of a grammar: top-level files are
+/// sentences, `invalid/` and `edge_ignore/` are not (grammars/samples/README.md).
+fn samples(grammar: &str) -> Vec<(String, Vec<u8>, bool)> {
+    let dir = workspace().join("grammars/samples").join(grammar);
+    let mut out = Vec::new();
+    for (sub, expected) in [
+        (dir.clone(), true),
+        (dir.join("invalid"), false),
+        (dir.join("edge_ignore"), false),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&sub) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_file() {
+                out.push((
+                    p.display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                    expected,
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn other_grammars_agree_with_the_reference_on_their_samples() {
+    let mut rng = Rng(0x5a_3b1e5);
+    let mut failures = Vec::new();
+    for grammar in ["c", "sql", "json", "expr"] {
+        let e = engine(&cached(grammar, "bytes").bytes);
+        let words = e.mask_words();
+        let samples = samples(grammar);
+        assert!(
+            samples.iter().filter(|s| s.2).count() >= 3,
+            "{grammar}: samples"
+        );
+        for (path, text, expected) in samples {
+            let mut m = Matcher::new(e.clone());
+            let mut r = reference(&e);
+            let got = m.commit_bytes(&text);
+            let want = r.commit_bytes(&text);
+            if got != want {
+                failures.push(format!("{path}: compiled {got:?}, reference {want:?}"));
+                continue;
+            }
+            let (c, rf) = (
+                got.is_ok() && m.is_accepting(),
+                want.is_ok() && r.is_accepting(),
+            );
+            if c != rf || c != expected {
+                failures.push(format!(
+                    "{path}: compiled {c}, reference {rf}, expected {expected}"
+                ));
+            }
+            // Masks at random byte positions of the viable prefix.
+            let viable = match got {
+                Ok(()) => text.len(),
+                Err(MatchError::RejectedBytes { offset }) => offset,
+                Err(e) => panic!("{path}: {e}"),
+            };
+            let mut m = Matcher::new(e.clone());
+            let mut r = reference(&e);
+            let mut at = 0;
+            for target in sample_steps(&mut rng, viable, 6) {
+                m.commit_bytes(&text[at..target]).unwrap();
+                r.commit_bytes(&text[at..target]).unwrap();
+                at = target;
+                let (cm, rm) = (mask_of(&mut m), ref_mask_of(&mut r, words));
+                if cm != rm {
+                    failures.push(format!(
+                        "{path} at byte {at}: masks differ at {:?}",
+                        mask_diff(&cm, &rm)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
