@@ -1,7 +1,6 @@
 //! Benchmark workloads: a shipped grammar compiled in-process for a real tokenizer,
 //! with real documents tokenized canonically.
 
-use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
 use stackmask_compiler::{lr, pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
 use stackmask_runtime::Engine;
@@ -33,22 +32,17 @@ impl Workload {
     pub fn new(grammar: &str, spec: &str, docs: &[&str]) -> Workload {
         let path = workspace().join("grammars").join(grammar);
         let grammar_source = std::fs::read_to_string(&path).expect("grammar");
-        let lexed =
-            pipeline::lex_grammar_source(&grammar_source, grammar).expect("grammar compiles");
-        let compiled =
-            pipeline::compile_parser(&lexed, lr::DEFAULT_MAX_STATES).expect("compiled path");
-        let tokenizer = vocab::load_tokenizer(spec).expect("tokenizer");
-        let trie = vocab::build_trie(&tokenizer.vocab);
-        let inputs = ArtifactInputs {
-            grammar_source: &grammar_source,
-            grammar_name: grammar,
-            tokenizer: spec,
-            vocab: &tokenizer.vocab,
-            trie: &trie,
-        };
-        let bytes = build_artifact(&lexed, &compiled, &inputs).expect("artifact");
+        let built = pipeline::build_artifact_from_source(
+            &grammar_source,
+            grammar,
+            spec,
+            lr::DEFAULT_MAX_STATES,
+            |_| {},
+        )
+        .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));
         let engine =
-            Arc::new(Engine::from_bytes(AlignedBytes::from_slice(&bytes)).expect("engine"));
+            Arc::new(Engine::from_bytes(AlignedBytes::from_slice(&built.bytes)).expect("engine"));
+        let tokenizer = built.tokenizer;
         let docs = docs
             .iter()
             .map(|d| {

@@ -6,7 +6,6 @@
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_compiler::{lr, vocab};
 use stackmask_formats::artifact::{AlignedBytes, Artifact};
@@ -224,38 +223,31 @@ fn spinner(msg: &str) -> ProgressBar {
 fn compile(path: &Path, spec: &str, output: &Path, max_lr_states: usize) -> Result<(), Failure> {
     let started = Instant::now();
     let source = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let bar = spinner("front end and lexer");
-    let lexed = pipeline::lex_grammar_source(&source, &path.display().to_string())?;
-    bar.set_message("LR(1) automaton");
-    let compiled = pipeline::compile_parser(&lexed, max_lr_states)?;
-    bar.set_message(format!("tokenizer {spec}"));
-    let tokenizer = vocab::load_tokenizer(spec)?;
-    bar.set_message("token trie");
-    let trie = vocab::build_trie(&tokenizer.vocab);
-    bar.set_message("writing");
-    let inputs = ArtifactInputs {
-        grammar_source: &source,
-        grammar_name: &path.display().to_string(),
-        tokenizer: spec,
-        vocab: &tokenizer.vocab,
-        trie: &trie,
-    };
-    let bytes = build_artifact(&lexed, &compiled, &inputs)?;
-    write_atomically(output, &bytes)?;
+    let bar = spinner("reading");
+    let built = pipeline::build_artifact_from_source(
+        &source,
+        &path.display().to_string(),
+        spec,
+        max_lr_states,
+        |stage| bar.set_message(stage.to_string()),
+    );
     bar.finish_and_clear();
-    let lr = &compiled.tables.lr;
+    let built = built?;
+    write_atomically(output, &built.bytes)?;
+    let lr = &built.compiled.tables.lr;
     out!(
-        "{} → {}: {:.2} MB in {:.2} s\n  {} terminals, {} LR(1) states, {} GLR forks, {} DFA states, {} tokens, {} trie nodes",
+        "{} → {}: {:.2} MB in {:.2} s\n  {} terminals, {} LR(1) states, {} GLR forks, {} DFA states, {} lexer configurations, {} tokens, {} trie nodes",
         path.display(),
         output.display(),
-        bytes.len() as f64 / 1e6,
+        built.bytes.len() as f64 / 1e6,
         started.elapsed().as_secs_f64(),
-        lexed.grammar.terminals.len(),
+        built.lexed.grammar.terminals.len(),
         lr.num_states,
-        compiled.automaton.conflicts.len(),
-        compiled.tables.dfa_flags.len(),
-        tokenizer.vocab.len(),
-        trie.nodes.len()
+        built.compiled.automaton.conflicts.len(),
+        built.compiled.tables.dfa_flags.len(),
+        built.compiled.tables.configs.flags.len(),
+        built.tokenizer.vocab.len(),
+        built.trie.nodes.len()
     );
     Ok(())
 }

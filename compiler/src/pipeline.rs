@@ -117,3 +117,67 @@ pub fn compile_parser(
     )?;
     Ok(CompiledParser { automaton, tables })
 }
+
+/// Any failure on the way from grammar text and a tokenizer spec to artifact bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Front end, lexer, tokenizer.
+    #[error("{0}")]
+    Pipeline(#[from] PipelineError),
+    /// The compiled path refused the grammar or hit a limit.
+    #[error("{0}")]
+    Compile(#[from] CompileError),
+    /// The artifact could not be encoded.
+    #[error("{0}")]
+    Artifact(#[from] stackmask_formats::artifact::ArtifactError),
+}
+
+/// Everything [`build_artifact_from_source`] produced along the way.
+#[derive(Debug)]
+pub struct Built {
+    /// The lexed grammar.
+    pub lexed: LexedGrammar,
+    /// The compiled parser.
+    pub compiled: CompiledParser,
+    /// The tokenizer (for encoding documents).
+    pub tokenizer: vocab::Tokenizer,
+    /// The trie over its vocabulary.
+    pub trie: stackmask_formats::TokenTrie,
+    /// The artifact.
+    pub bytes: Vec<u8>,
+}
+
+/// The whole compile: grammar text + tokenizer spec → artifact bytes. `progress` is
+/// told the name of each stage as it starts (the CLI shows it; others pass `|_| {}`).
+pub fn build_artifact_from_source(
+    source: &str,
+    grammar_name: &str,
+    spec: &str,
+    max_lr_states: usize,
+    mut progress: impl FnMut(&str),
+) -> Result<Built, BuildError> {
+    progress("front end and lexer");
+    let lexed = lex_grammar_source(source, grammar_name)?;
+    progress("LR(1) automaton and lexer configurations");
+    let compiled = compile_parser(&lexed, max_lr_states)?;
+    progress("tokenizer");
+    let tokenizer = vocab::load_tokenizer(spec).map_err(PipelineError::from)?;
+    progress("token trie");
+    let trie = vocab::build_trie(&tokenizer.vocab);
+    progress("artifact");
+    let inputs = crate::artifact::ArtifactInputs {
+        grammar_source: source,
+        grammar_name,
+        tokenizer: spec,
+        vocab: &tokenizer.vocab,
+        trie: &trie,
+    };
+    let bytes = crate::artifact::build_artifact(&lexed, &compiled, &inputs)?;
+    Ok(Built {
+        lexed,
+        compiled,
+        tokenizer,
+        trie,
+        bytes,
+    })
+}

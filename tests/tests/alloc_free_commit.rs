@@ -6,7 +6,6 @@
 mod common;
 
 use common::workspace;
-use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
 use stackmask_compiler::{lr, pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
 use stackmask_runtime::{Engine, Matcher};
@@ -42,22 +41,16 @@ static GLOBAL: Counting = Counting;
 fn engine(grammar: &str, spec: &str) -> (Arc<Engine>, vocab::Tokenizer) {
     let path = workspace().join("grammars").join(grammar);
     let source = std::fs::read_to_string(&path).unwrap();
-    let lexed = pipeline::lex_grammar_source(&source, grammar).unwrap();
-    let compiled = pipeline::compile_parser(&lexed, lr::DEFAULT_MAX_STATES).unwrap();
-    let tokenizer = vocab::load_tokenizer(spec).unwrap();
-    let trie = vocab::build_trie(&tokenizer.vocab);
-    let inputs = ArtifactInputs {
-        grammar_source: &source,
-        grammar_name: grammar,
-        tokenizer: spec,
-        vocab: &tokenizer.vocab,
-        trie: &trie,
-    };
-    let bytes = build_artifact(&lexed, &compiled, &inputs).unwrap();
-    (
-        Arc::new(Engine::from_bytes(AlignedBytes::from_slice(&bytes)).unwrap()),
-        tokenizer,
+    let built = pipeline::build_artifact_from_source(
+        &source,
+        grammar,
+        spec,
+        lr::DEFAULT_MAX_STATES,
+        |_| {},
     )
+    .unwrap();
+    let engine = Engine::from_bytes(AlignedBytes::from_slice(&built.bytes)).unwrap();
+    (Arc::new(engine), built.tokenizer)
 }
 
 fn run(m: &mut Matcher, tokens: &[u32], eos: u32) {

@@ -7,91 +7,25 @@
 
 mod common;
 
-use common::{strings, workspace, Rng};
+use common::{strings, workspace, GrammarShape, Rng};
 use stackmask_compiler::lexer::compile_terminal;
 use stackmask_compiler::pipeline::{self, CompileError, LexedGrammar};
-use stackmask_formats::{Grammar, Nonterminal, Rule, Symbol, Terminal, TokenKind, Vocabulary};
+use stackmask_formats::{Grammar, TokenKind, Vocabulary};
 use stackmask_runtime::glr::{GlrRecognizer, GlrState};
 use stackmask_runtime::reference::ReferenceEngine;
 use stackmask_runtime::ByteRecognizer;
 
-const TERMINALS: &[&str] = &[
-    "a",
-    "b",
-    "ab",
-    "ba",
-    "aa",
-    "[ab]",
-    "[ab]{1,2}",
-    "a{1,2}",
-    "b[ab]?",
-    "c",
-    "a|bc",
-    "a|ab",
-    "b|ba+",
-    "a+",
-    "[ab]+",
-    "b*a",
-    "(ab)+",
-    "c[ab]*",
-];
-
 fn random_grammar(rng: &mut Rng) -> Grammar {
-    let nt = 1 + rng.below(4);
-    let nterm = 1 + rng.below(4);
-    let mut terminals: Vec<Terminal> = (0..nterm)
-        .map(|i| Terminal {
-            name: format!("T{i}"),
-            regex: TERMINALS[rng.below(TERMINALS.len())].into(),
-            lazy: rng.chance(10),
-            priority: 0,
-            defined_at: None,
-        })
-        .collect();
-    let mut ignore = Vec::new();
-    if rng.chance(30) {
-        terminals.push(Terminal {
-            name: "IGN".into(),
-            regex: ["c", "c+", " "][rng.below(3)].into(),
-            lazy: false,
-            priority: 0,
-            defined_at: None,
-        });
-        ignore.push(nterm as u32);
-    }
-    let mut rules = Vec::new();
-    for lhs in 0..nt as u32 {
-        for alt in 0..1 + rng.below(3) {
-            let len = if alt == 0 {
-                1 + rng.below(2)
-            } else {
-                rng.below(4)
-            };
-            let rhs = (0..len)
-                .map(|_| {
-                    if alt > 0 && rng.chance(45) {
-                        Symbol::Nonterminal(rng.below(nt) as u32)
-                    } else {
-                        Symbol::Terminal(rng.below(nterm) as u32)
-                    }
-                })
-                .collect();
-            rules.push(Rule { lhs, rhs });
-        }
-    }
-    Grammar {
-        source_name: "random".into(),
-        terminals,
-        nonterminals: (0..nt)
-            .map(|i| Nonterminal {
-                name: format!("n{i}"),
-            })
-            .collect(),
-        rules,
-        start: 0,
-        ignore,
-        allow_initial_skip: rng.chance(20),
-    }
+    common::random_grammar(
+        rng,
+        &GrammarShape {
+            max_nonterminals: 4,
+            lazy_percent: 10,
+            ignore_regexes: &["c", "c+", " "],
+            max_alt_len: 3,
+            recursive: true,
+        },
+    )
 }
 
 fn tiny_vocab() -> Vocabulary {

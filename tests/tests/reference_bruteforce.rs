@@ -9,98 +9,27 @@
 
 mod common;
 
-use common::{sentences, strings, Rng};
+use common::{sentences, strings, GrammarShape, Rng};
 use stackmask_compiler::lexer::compile_terminal;
-use stackmask_formats::{
-    ByteDfa, Grammar, Nonterminal, Rule, Symbol, Terminal, TokenKind, Vocabulary,
-};
+use stackmask_formats::{ByteDfa, Grammar, TokenKind, Vocabulary};
 use stackmask_runtime::reference::{ReferenceEngine, ReferenceMatcher};
 use stackmask_runtime::ByteRecognizer;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 const ALPHABET: &[u8] = b"abc";
-const TERMINALS: &[&str] = &[
-    "a",
-    "b",
-    "ab",
-    "ba",
-    "aa",
-    "[ab]",
-    "[ab]{1,2}",
-    "a{1,2}",
-    "b[ab]?",
-    "ca?",
-    "c",
-    "a|bc",
-    "a|ab",
-    "b|ba+",
-    "a+",
-    "[ab]+",
-    "b*a",
-    "(ab)+",
-    "c[ab]*",
-];
 
 fn random_grammar(rng: &mut Rng) -> Grammar {
-    let nt = 1 + rng.below(3);
-    let nterm = 1 + rng.below(4);
-    let mut terminals: Vec<Terminal> = (0..nterm)
-        .map(|i| Terminal {
-            name: format!("T{i}"),
-            regex: TERMINALS[rng.below(TERMINALS.len())].to_string(),
-            lazy: rng.chance(15),
-            priority: 0,
-            defined_at: None,
-        })
-        .collect();
-    let mut ignore = Vec::new();
-    if rng.chance(30) {
-        terminals.push(Terminal {
-            name: "IGN".into(),
-            regex: ["c", "c{1,2}", "c+"][rng.below(3)].into(),
-            lazy: false,
-            priority: 0,
-            defined_at: None,
-        });
-        ignore.push(nterm as u32);
-    }
-    let mut rules = Vec::new();
-    for lhs in 0..nt as u32 {
-        let alts = 1 + rng.below(3);
-        for alt in 0..alts {
-            let len = if alt == 0 {
-                1 + rng.below(2)
-            } else {
-                rng.below(3)
-            };
-            let rhs = (0..len)
-                .map(|_| {
-                    // Alternative 0 uses terminals only, so every nonterminal is productive;
-                    // others may refer to later nonterminals (no recursion: finite language).
-                    if alt > 0 && (lhs as usize + 1) < nt && rng.chance(40) {
-                        Symbol::Nonterminal(lhs + 1 + rng.below(nt - lhs as usize - 1) as u32)
-                    } else {
-                        Symbol::Terminal(rng.below(nterm) as u32)
-                    }
-                })
-                .collect();
-            rules.push(Rule { lhs, rhs });
-        }
-    }
-    Grammar {
-        source_name: "random".into(),
-        terminals,
-        nonterminals: (0..nt)
-            .map(|i| Nonterminal {
-                name: format!("n{i}"),
-            })
-            .collect(),
-        rules,
-        start: 0,
-        ignore,
-        allow_initial_skip: rng.chance(20),
-    }
+    common::random_grammar(
+        rng,
+        &GrammarShape {
+            max_nonterminals: 3,
+            lazy_percent: 15,
+            ignore_regexes: &["c", "c{1,2}", "c+"],
+            max_alt_len: 2,
+            recursive: false,
+        },
+    )
 }
 
 fn random_vocab(rng: &mut Rng) -> Vocabulary {

@@ -379,6 +379,26 @@ impl EarleyRecognizer {
     }
 }
 
+impl EarleyRecognizer {
+    /// Starts a lexeme of `t` at boundary `p` with byte `b` if that leaves it alive and
+    /// able to end in one of the exit classes in `target`.
+    fn start_lexeme(&mut self, t: u32, b: u8, p: usize, ignore: bool, target: Bits) {
+        let dfa = &self.g.dfas[t as usize];
+        let state = dfa.next(dfa.start, b);
+        if state != ByteDfa::DEAD && self.g.viability.lexeme_viable(t, state, &target) {
+            let target_index = self.targets.len() as u32;
+            self.lexemes.push(Lexeme {
+                terminal: t,
+                state,
+                origin: p as u32,
+                ignore,
+                target: target_index,
+            });
+            self.targets.push(target);
+        }
+    }
+}
+
 impl crate::ByteRecognizer for EarleyRecognizer {
     fn push_byte(&mut self, b: u8) -> bool {
         let p = self.sets.len();
@@ -402,13 +422,13 @@ impl crate::ByteRecognizer for EarleyRecognizer {
 
         // 2. Lexemes starting at p with byte b, kept only if they can still end in an
         //    exit class that leaves a completion.
-        let v = &self.g.viability;
+        let g = self.g.clone();
         for &it in &work {
             if let Some(Symbol::Terminal(t)) = self.g.next_symbol(it) {
                 if std::mem::replace(&mut self.expected[t as usize], true) {
                     continue;
                 }
-                let mut target = v.no_classes();
+                let mut target = g.viability.no_classes();
                 for &j in &work {
                     if self.g.next_symbol(j) == Some(Symbol::Terminal(t)) {
                         union_into(
@@ -417,17 +437,7 @@ impl crate::ByteRecognizer for EarleyRecognizer {
                         );
                     }
                 }
-                let s = self.g.dfas[t as usize].next(self.g.dfas[t as usize].start, b);
-                if s != ByteDfa::DEAD && v.lexeme_viable(t, s, &target) {
-                    self.lexemes.push(Lexeme {
-                        terminal: t,
-                        state: s,
-                        origin: p as u32,
-                        ignore: false,
-                        target: self.targets.len() as u32,
-                    });
-                    self.targets.push(target);
-                }
+                self.start_lexeme(t, b, p, false, target);
             }
         }
         for &it in &work {
@@ -436,25 +446,15 @@ impl crate::ByteRecognizer for EarleyRecognizer {
             }
         }
         if !work.is_empty() && !self.g.ignore.is_empty() && (p > 0 || self.g.allow_initial_skip) {
-            let mut target = v.no_classes();
+            let mut target = g.viability.no_classes();
             for &j in &work {
                 union_into(
                     &mut target,
                     &self.item_cont(j.rule, j.dot, j.origin, p, &table).1,
                 );
             }
-            for &t in &self.g.ignore {
-                let s = self.g.dfas[t as usize].next(self.g.dfas[t as usize].start, b);
-                if s != ByteDfa::DEAD && v.lexeme_viable(t, s, &target) {
-                    self.lexemes.push(Lexeme {
-                        terminal: t,
-                        state: s,
-                        origin: p as u32,
-                        ignore: true,
-                        target: self.targets.len() as u32,
-                    });
-                    self.targets.push(target.clone());
-                }
+            for &t in &g.ignore {
+                self.start_lexeme(t, b, p, true, target.clone());
             }
         }
         self.items.extend_from_slice(&work);

@@ -246,3 +246,111 @@ pub fn mask_ids(mask: &[u32]) -> Vec<u32> {
     }
     out
 }
+
+/// Terminal regexes random grammars draw from: literals, classes, bounded and
+/// unbounded repetition, and alternations whose branches are prefixes of each other.
+pub const RANDOM_TERMINALS: &[&str] = &[
+    "a",
+    "b",
+    "ab",
+    "ba",
+    "aa",
+    "[ab]",
+    "[ab]{1,2}",
+    "a{1,2}",
+    "b[ab]?",
+    "ca?",
+    "c",
+    "a|bc",
+    "a|ab",
+    "b|ba+",
+    "a+",
+    "[ab]+",
+    "b*a",
+    "(ab)+",
+    "c[ab]*",
+];
+
+/// How a random grammar may look.
+pub struct GrammarShape {
+    /// At most this many nonterminals.
+    pub max_nonterminals: usize,
+    /// Percent chance that a terminal is lazy.
+    pub lazy_percent: u64,
+    /// Regexes an ignore terminal may have (30% of grammars get one).
+    pub ignore_regexes: &'static [&'static str],
+    /// At most this many symbols in an alternative after the first.
+    pub max_alt_len: usize,
+    /// Whether rules may refer to any nonterminal (recursion) or only to later ones
+    /// (a finite language that brute force can enumerate).
+    pub recursive: bool,
+}
+
+/// A random grammar over [`RANDOM_TERMINALS`]. Each nonterminal's first alternative
+/// uses terminals only, so every nonterminal is productive.
+pub fn random_grammar(rng: &mut Rng, shape: &GrammarShape) -> Grammar {
+    use stackmask_formats::{Nonterminal, Rule, Terminal};
+    let nt = 1 + rng.below(shape.max_nonterminals);
+    let nterm = 1 + rng.below(4);
+    let terminal = |name: String, regex: &str, lazy: bool| Terminal {
+        name,
+        regex: regex.into(),
+        lazy,
+        priority: 0,
+        defined_at: None,
+    };
+    let mut terminals: Vec<Terminal> = (0..nterm)
+        .map(|i| {
+            terminal(
+                format!("T{i}"),
+                RANDOM_TERMINALS[rng.below(RANDOM_TERMINALS.len())],
+                rng.chance(shape.lazy_percent),
+            )
+        })
+        .collect();
+    let mut ignore = Vec::new();
+    if rng.chance(30) {
+        terminals.push(terminal(
+            "IGN".into(),
+            shape.ignore_regexes[rng.below(shape.ignore_regexes.len())],
+            false,
+        ));
+        ignore.push(nterm as u32);
+    }
+    let mut rules = Vec::new();
+    for lhs in 0..nt as u32 {
+        for alt in 0..1 + rng.below(3) {
+            let len = if alt == 0 {
+                1 + rng.below(2)
+            } else {
+                rng.below(shape.max_alt_len + 1)
+            };
+            let rhs = (0..len)
+                .map(|_| {
+                    let later = nt - lhs as usize - 1;
+                    if alt > 0 && shape.recursive && rng.chance(45) {
+                        Symbol::Nonterminal(rng.below(nt) as u32)
+                    } else if alt > 0 && !shape.recursive && later > 0 && rng.chance(40) {
+                        Symbol::Nonterminal(lhs + 1 + rng.below(later) as u32)
+                    } else {
+                        Symbol::Terminal(rng.below(nterm) as u32)
+                    }
+                })
+                .collect();
+            rules.push(Rule { lhs, rhs });
+        }
+    }
+    Grammar {
+        source_name: "random".into(),
+        terminals,
+        nonterminals: (0..nt)
+            .map(|i| Nonterminal {
+                name: format!("n{i}"),
+            })
+            .collect(),
+        rules,
+        start: 0,
+        ignore,
+        allow_initial_skip: rng.chance(20),
+    }
+}

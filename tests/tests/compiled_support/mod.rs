@@ -8,7 +8,6 @@
 
 #![allow(dead_code)]
 
-use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_compiler::{lr, vocab};
 use stackmask_formats::artifact::{AlignedBytes, Artifact, ArtifactWriter, SectionKind};
@@ -43,21 +42,15 @@ pub fn build(grammar: &str, spec: &str) -> Built {
         .join(format!("{grammar}.lark"));
     let source =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let lexed = pipeline::lex_grammar_source(&source, &path.display().to_string())
-        .unwrap_or_else(|e| panic!("{grammar}: {e}"));
-    let compiled = pipeline::compile_parser(&lexed, lr::DEFAULT_MAX_STATES)
-        .unwrap_or_else(|e| panic!("{grammar}: {e}"));
-    let tokenizer = vocab::load_tokenizer(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-    let trie = vocab::build_trie(&tokenizer.vocab);
-    let inputs = ArtifactInputs {
-        grammar_source: &source,
-        grammar_name: &format!("{grammar}.lark"),
-        tokenizer: spec,
-        vocab: &tokenizer.vocab,
-        trie: &trie,
-    };
-    let bytes = build_artifact(&lexed, &compiled, &inputs)
-        .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));
+    let built = pipeline::build_artifact_from_source(
+        &source,
+        &path.display().to_string(),
+        spec,
+        lr::DEFAULT_MAX_STATES,
+        |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));
+    let (lexed, tokenizer, bytes) = (built.lexed, built.tokenizer, built.bytes);
     Built {
         name: grammar.to_string(),
         source,
