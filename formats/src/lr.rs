@@ -73,24 +73,9 @@ impl LrTables {
         self.num_terminals - 1
     }
 
-    /// Encoded actions of `state` on `terminal`.
-    #[inline]
-    pub fn actions(&self, state: u32, terminal: u32) -> &[u32] {
-        let cell = (state * self.num_terminals + terminal) as usize;
-        &self.actions[self.action_index[cell] as usize..self.action_index[cell + 1] as usize]
-    }
-
-    /// Goto after reducing to `nonterminal` in `state`.
-    #[inline]
-    pub fn goto(&self, state: u32, nonterminal: u32) -> Option<u32> {
-        let g = self.goto[(state * self.num_nonterminals + nonterminal) as usize];
-        (g != Self::NO_GOTO).then_some(g)
-    }
-
-    /// Checks every length, index and encoded action, so a runtime that trusts the
-    /// tables after this never indexes out of bounds.
-    pub fn validate(&self) -> Result<(), String> {
-        validate_lr(LrSlices {
+    /// Borrows the tables.
+    pub fn view(&self) -> LrSlices<'_> {
+        LrSlices {
             num_states: self.num_states,
             num_terminals: self.num_terminals,
             num_nonterminals: self.num_nonterminals,
@@ -100,11 +85,22 @@ impl LrTables {
             goto: &self.goto,
             rule_lhs: &self.rule_lhs,
             rule_len: &self.rule_len,
-        })
+        }
+    }
+
+    /// Encoded actions of `state` on `terminal`.
+    pub fn actions(&self, state: u32, terminal: u32) -> &[u32] {
+        self.view().actions(state, terminal)
+    }
+
+    /// Checks every length, index and encoded action, so a runtime that trusts the
+    /// tables after this never indexes out of bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        validate_lr(self.view())
     }
 }
 
-/// LR tables as borrowed slices, for validation without copying.
+/// LR tables as borrowed slices: from [`LrTables`] or in place from an artifact.
 #[derive(Clone, Copy, Debug)]
 pub struct LrSlices<'a> {
     /// See [`LrTables::num_states`].
@@ -125,6 +121,35 @@ pub struct LrSlices<'a> {
     pub rule_lhs: &'a [u32],
     /// See [`LrTables::rule_len`].
     pub rule_len: &'a [u32],
+}
+
+impl<'a> LrSlices<'a> {
+    /// The end-of-input terminal id.
+    pub fn eof(&self) -> u32 {
+        self.num_terminals - 1
+    }
+
+    /// Encoded actions of `state` on `terminal`.
+    #[inline]
+    pub fn actions(&self, state: u32, terminal: u32) -> &'a [u32] {
+        let cell = (state * self.num_terminals + terminal) as usize;
+        &self.actions[self.action_index[cell] as usize..self.action_index[cell + 1] as usize]
+    }
+
+    /// Decoded actions of `state` on `terminal`.
+    #[inline]
+    pub fn decoded_actions(&self, state: u32, terminal: u32) -> impl Iterator<Item = Action> + 'a {
+        self.actions(state, terminal)
+            .iter()
+            .filter_map(|&c| Action::decode(c))
+    }
+
+    /// Goto after reducing to `nonterminal` in `state`.
+    #[inline]
+    pub fn goto(&self, state: u32, nonterminal: u32) -> Option<u32> {
+        let g = self.goto[(state * self.num_nonterminals + nonterminal) as usize];
+        (g != LrTables::NO_GOTO).then_some(g)
+    }
 }
 
 /// Validates LR tables given as slices (see [`LrTables::validate`]).

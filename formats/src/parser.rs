@@ -5,7 +5,8 @@
 //! array as its own aligned section); [`TablesRef`] borrows them — from a
 //! `ParserTables` or straight from an mmap'd artifact — and is what the runtime uses.
 
-use crate::{Action, ByteDfa, LrTables};
+use crate::lr::LrSlices;
+use crate::{ByteDfa, LrTables};
 
 use serde::{Deserialize, Serialize};
 
@@ -80,22 +81,8 @@ pub struct TablesRef<'a> {
     pub ignore: &'a [u32],
     /// See [`ParserTables::allow_initial_skip`].
     pub allow_initial_skip: bool,
-    /// Number of terminal columns (grammar terminals + end of input).
-    pub num_terminals: u32,
-    /// Number of nonterminal columns.
-    pub num_nonterminals: u32,
-    /// Initial LR state.
-    pub start_state: u32,
-    /// See [`LrTables::action_index`].
-    pub action_index: &'a [u32],
-    /// See [`LrTables::actions`].
-    pub actions: &'a [u32],
-    /// See [`LrTables::goto`].
-    pub goto: &'a [u32],
-    /// See [`LrTables::rule_lhs`].
-    pub rule_lhs: &'a [u32],
-    /// See [`LrTables::rule_len`].
-    pub rule_len: &'a [u32],
+    /// The LR tables.
+    pub lr: LrSlices<'a>,
     /// See [`ParserTables::expected`].
     pub expected: &'a [u64],
     /// See [`ParserTables::expected_words`].
@@ -177,14 +164,7 @@ impl ParserTables {
             lazy: &self.lazy,
             ignore: &self.ignore,
             allow_initial_skip: self.allow_initial_skip,
-            num_terminals: self.lr.num_terminals,
-            num_nonterminals: self.lr.num_nonterminals,
-            start_state: self.lr.start_state,
-            action_index: &self.lr.action_index,
-            actions: &self.lr.actions,
-            goto: &self.lr.goto,
-            rule_lhs: &self.lr.rule_lhs,
-            rule_len: &self.lr.rule_len,
+            lr: self.lr.view(),
             expected: &self.expected,
             expected_words: self.expected_words,
             state_class: &self.configs.state_class,
@@ -219,20 +199,16 @@ impl TablesRef<'_> {
             return Err("dfa: state 0 must be the dead sink".into());
         }
         let terminals = self.dfa_start.len();
-        if self.num_terminals as usize != terminals + 1 || self.lazy.len() != terminals {
+        if self.lr.num_terminals as usize != terminals + 1 || self.lazy.len() != terminals {
             return Err("tables: terminal counts disagree".into());
         }
         if self.ignore.iter().any(|&t| t as usize >= terminals) {
             return Err("tables: ignore terminal out of range".into());
         }
-        if self.expected_words as usize != (self.num_terminals as usize).div_ceil(64) {
+        if self.expected_words as usize != (self.lr.num_terminals as usize).div_ceil(64) {
             return Err("tables: expected-terminal sets have the wrong width".into());
         }
-        let num_states = self
-            .goto
-            .len()
-            .checked_div(self.num_nonterminals as usize)
-            .unwrap_or(0);
+        let num_states = self.lr.num_states as usize;
         if self.expected.len() != num_states * self.expected_words as usize {
             return Err("tables: expected-terminal sets have the wrong size".into());
         }
@@ -253,17 +229,7 @@ impl TablesRef<'_> {
             }
         }
         self.validate_configs(terminals, num_states)?;
-        crate::lr::validate_lr(crate::lr::LrSlices {
-            num_states: num_states as u32,
-            num_terminals: self.num_terminals,
-            num_nonterminals: self.num_nonterminals,
-            start_state: self.start_state,
-            action_index: self.action_index,
-            actions: self.actions,
-            goto: self.goto,
-            rule_lhs: self.rule_lhs,
-            rule_len: self.rule_len,
-        })
+        crate::lr::validate_lr(self.lr)
     }
 
     fn validate_configs(&self, terminals: usize, num_states: usize) -> Result<(), String> {
@@ -344,33 +310,6 @@ impl TablesRef<'_> {
     #[inline]
     pub fn conf_start(&self, state: u32, b: u8) -> u32 {
         self.class_start[self.state_class[state as usize] as usize * 256 + b as usize]
-    }
-
-    /// Number of LR states.
-    pub fn num_states(&self) -> u32 {
-        (self.goto.len() / self.num_nonterminals.max(1) as usize) as u32
-    }
-
-    /// Encoded actions of `state` on `terminal`.
-    #[inline]
-    pub fn actions(&self, state: u32, terminal: u32) -> &[u32] {
-        let cell = (state * self.num_terminals + terminal) as usize;
-        &self.actions[self.action_index[cell] as usize..self.action_index[cell + 1] as usize]
-    }
-
-    /// Decoded actions of `state` on `terminal`.
-    #[inline]
-    pub fn decoded_actions(&self, state: u32, terminal: u32) -> impl Iterator<Item = Action> + '_ {
-        self.actions(state, terminal)
-            .iter()
-            .filter_map(|&c| Action::decode(c))
-    }
-
-    /// Goto after reducing to `nonterminal` in `state`.
-    #[inline]
-    pub fn goto(&self, state: u32, nonterminal: u32) -> Option<u32> {
-        let g = self.goto[(state * self.num_nonterminals + nonterminal) as usize];
-        (g != LrTables::NO_GOTO).then_some(g)
     }
 
     /// Whether LR state `state` can shift terminal `t` next.

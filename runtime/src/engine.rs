@@ -11,6 +11,7 @@ use crate::reference::ReferenceEngine;
 use bytemuck::Pod;
 use stackmask_formats::artifact::{AlignedBytes, Artifact, ArtifactError, SectionKind};
 use stackmask_formats::layout::{self, ArtifactMeta};
+use stackmask_formats::lr::LrSlices;
 use stackmask_formats::parser::split_dfas;
 use stackmask_formats::{
     KindsRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef, Vocabulary,
@@ -185,14 +186,17 @@ impl Engine {
             lazy,
             ignore,
             allow_initial_skip: meta.allow_initial_skip,
-            num_terminals: meta.num_terminals,
-            num_nonterminals: meta.num_nonterminals,
-            start_state: meta.start_state,
-            action_index,
-            actions,
-            goto,
-            rule_lhs,
-            rule_len,
+            lr: LrSlices {
+                num_states: meta.num_states,
+                num_terminals: meta.num_terminals,
+                num_nonterminals: meta.num_nonterminals,
+                start_state: meta.start_state,
+                action_index,
+                actions,
+                goto,
+                rule_lhs,
+                rule_len,
+            },
             expected,
             expected_words: meta.expected_words,
             state_class,
@@ -206,10 +210,12 @@ impl Engine {
         };
         let invalid = EngineError::Invalid;
         tables.validate().map_err(invalid)?;
-        if tables.num_states() != meta.num_states
-            || tables.conf_flags.len() != meta.lexer_configs as usize
-        {
-            return Err(invalid("state count disagrees with the metadata".into()));
+        // (The LR state count comes from the metadata; `validate` checked every table
+        // against it.)
+        if tables.conf_flags.len() != meta.lexer_configs as usize {
+            return Err(invalid(
+                "configuration count disagrees with the metadata".into(),
+            ));
         }
         if dfa_base.len() != dfa_start.len() + 1 {
             return Err(invalid(
@@ -295,14 +301,17 @@ impl Engine {
             lazy: self.arr(&r.lazy),
             ignore: self.arr(&r.ignore),
             allow_initial_skip: self.meta.allow_initial_skip,
-            num_terminals: self.meta.num_terminals,
-            num_nonterminals: self.meta.num_nonterminals,
-            start_state: self.meta.start_state,
-            action_index: self.arr(&r.action_index),
-            actions: self.arr(&r.actions),
-            goto: self.arr(&r.goto),
-            rule_lhs: self.arr(&r.rule_lhs),
-            rule_len: self.arr(&r.rule_len),
+            lr: LrSlices {
+                num_states: self.meta.num_states,
+                num_terminals: self.meta.num_terminals,
+                num_nonterminals: self.meta.num_nonterminals,
+                start_state: self.meta.start_state,
+                action_index: self.arr(&r.action_index),
+                actions: self.arr(&r.actions),
+                goto: self.arr(&r.goto),
+                rule_lhs: self.arr(&r.rule_lhs),
+                rule_len: self.arr(&r.rule_len),
+            },
             expected: self.arr(&r.expected),
             expected_words: self.meta.expected_words,
             state_class: self.arr(&r.state_class),

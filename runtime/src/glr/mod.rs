@@ -96,7 +96,7 @@ impl GlrState {
     pub fn reset(&mut self, tables: &TablesRef<'_>) {
         self.gss.clear();
         self.gss.nodes.push(gss::Node {
-            state: tables.start_state,
+            state: tables.lr.start_state,
             first_edge: gss::NONE,
         });
         self.heads.clear();
@@ -270,7 +270,7 @@ impl GlrState {
     /// Whether the bytes consumed so far form a sentence.
     pub fn is_accepting(&self, tables: &TablesRef<'_>) -> bool {
         let p = self.marks.len();
-        let eof = tables.num_terminals - 1;
+        let eof = tables.lr.num_terminals - 1;
         let mut guard = self.accept_scratch.borrow_mut();
         let (scratch, overlay, shifted) = &mut *guard;
         overlay.clear();

@@ -55,22 +55,22 @@ pub(crate) fn step(
     loop {
         while let Some((v, full)) = s.work.pop() {
             let state = gss.node(v).state;
-            for a in tables.decoded_actions(state, t) {
+            for a in tables.lr.decoded_actions(state, t) {
                 match a {
                     // Shifts depend on the state only: recorded on the full pass.
                     Action::Shift(target) if full => s.shifts.push((target, v)),
                     Action::Shift(_) => {}
                     Action::Accept => accepted = true,
                     Action::Reduce(r) => {
-                        let len = tables.rule_len[r as usize];
+                        let len = tables.lr.rule_len[r as usize];
                         if !full && len == 0 {
                             continue;
                         }
-                        let lhs = tables.rule_lhs[r as usize];
+                        let lhs = tables.lr.rule_lhs[r as usize];
                         paths(gss, v, len, !full, s);
                         for i in 0..s.ends.len() {
                             let u = s.ends[i];
-                            let Some(target) = tables.goto(gss.node(u).state, lhs) else {
+                            let Some(target) = tables.lr.goto(gss.node(u).state, lhs) else {
                                 continue;
                             };
                             match s.reduced.iter().find(|&&(st, _)| st == target) {
