@@ -644,3 +644,47 @@ fn other_grammars_agree_with_the_reference_on_their_samples() {
         failures.join("\n")
     );
 }
+
+/// The slow sweep, run before a release (`-- --ignored`): compiled and reference masks
+/// at *every* byte of every sample of every shipped grammar (`bytes` vocabulary), and
+/// at every token step of every JSON sample with o200k_base.
+#[test]
+#[ignore = "slow sweep (minutes); run with --ignored"]
+fn sweep_masks_match_the_reference_everywhere() {
+    let mut checked = 0usize;
+    for grammar in ["json", "expr", "sql", "c"] {
+        let e = engine(&cached(grammar, "bytes").bytes);
+        let words = e.mask_words();
+        for (path, text, _) in samples(grammar) {
+            let mut m = Matcher::new(e.clone());
+            let mut r = reference(&e);
+            for (i, &b) in text.iter().enumerate() {
+                let (cm, rm) = (mask_of(&mut m), ref_mask_of(&mut r, words));
+                assert_same_mask(&cm, &rm, &format!("{path} at byte {i}"));
+                checked += 1;
+                let (got, want) = (m.commit_bytes(&[b]), r.commit_bytes(&[b]));
+                assert_eq!(got.is_ok(), want.is_ok(), "{path} at byte {i}");
+                if got.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let built = cached("json", O200K);
+    let e = engine(&built.bytes);
+    let words = e.mask_words();
+    for (path, text, _) in samples("json").into_iter().filter(|s| s.2) {
+        let tokens = built.tokenizer.encode(&text).unwrap();
+        let mut m = Matcher::new(e.clone());
+        let mut r = reference(&e);
+        for (i, &t) in tokens.iter().enumerate() {
+            let (cm, rm) = (mask_of(&mut m), ref_mask_of(&mut r, words));
+            assert_same_mask(&cm, &rm, &format!("{path} at token {i}"));
+            assert!(bit(&cm, t), "{path}: token {i} not in its mask");
+            checked += 1;
+            m.commit(t).unwrap();
+            r.commit(t).unwrap();
+        }
+    }
+    eprintln!("{checked} masks compared");
+}

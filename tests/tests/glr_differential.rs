@@ -83,6 +83,18 @@ fn glr_matches_reference_on_random_grammars() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(400);
+    random_grammars(cases);
+}
+
+/// The slow sweep, run before a release: `cargo test -p stackmask-tests --test
+/// glr_differential -- --ignored`.
+#[test]
+#[ignore = "slow sweep (about a minute); run with --ignored"]
+fn sweep_glr_matches_reference_on_many_random_grammars() {
+    random_grammars(20_000);
+}
+
+fn random_grammars(cases: usize) {
     let (mut compared, mut refused) = (0, 0);
     for case in 0..cases {
         let mut rng = Rng(0xdead_beef ^ (case as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15));

@@ -105,6 +105,18 @@ fn reference_matches_brute_force_on_random_grammars() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
+    random_grammars(cases);
+}
+
+/// The slow sweep, run before a release: `cargo test -p stackmask-tests --test
+/// reference_bruteforce -- --ignored`.
+#[test]
+#[ignore = "slow sweep (several minutes); run with --ignored"]
+fn sweep_reference_matches_brute_force_on_many_random_grammars() {
+    random_grammars(3_000);
+}
+
+fn random_grammars(cases: usize) {
     let mut checked_masks = 0;
     let mut dead_ends = 0;
     for case in 0..cases {

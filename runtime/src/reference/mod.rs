@@ -1,8 +1,10 @@
 //! The reference path: an Earley recognizer over bytes and a token-trie walk.
 //!
 //! It implements DESIGN.md §1 directly, shares only the grammar IR and the terminal
-//! DFAs with the compiled path, and precomputes nothing beyond nullability, so it is
-//! the oracle every faster path is checked against. Clarity beats speed here.
+//! DFAs with the compiled path, and precomputes only grammar-level facts (nullability,
+//! and the first-byte / exit-class relations that decide whether a prefix can still be
+//! completed under greedy lexing, `viability.rs`), so it is the oracle every faster
+//! path is checked against. Clarity beats speed here.
 
 mod earley;
 mod viability;

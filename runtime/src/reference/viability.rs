@@ -60,8 +60,6 @@ pub(crate) struct Rel {
 pub(crate) struct Viability {
     /// Number of exit classes.
     classes: usize,
-    /// Byte → byte class.
-    byte_class: [u16; 256],
     num_byte_classes: usize,
     /// Per exit class: byte classes allowed to start the next non-ignore lexeme.
     allowed_first: Vec<Bits>,
@@ -224,7 +222,6 @@ impl Viability {
 
         let mut v = Viability {
             classes,
-            byte_class,
             num_byte_classes,
             allowed_first,
             reach,
@@ -367,11 +364,5 @@ impl Viability {
     /// class in `targets`.
     pub(crate) fn lexeme_viable(&self, t: u32, state: u32, targets: &Bits) -> bool {
         intersects(&self.reach[t as usize][state as usize], targets)
-    }
-
-    /// Byte class of a byte (exposed for tests).
-    #[allow(dead_code)]
-    pub(crate) fn byte_class(&self, b: u8) -> usize {
-        self.byte_class[b as usize] as usize
     }
 }
