@@ -9,8 +9,9 @@
 //!
 //! for every terminal `t`, every live state `q` of its DFA, and every non-ignore
 //! terminal `u` that may follow `t`, some accepting state reachable from `q` lets `u`
-//! start — right away or after ignore lexemes (which are optional, so they are never
-//! what gets blocked).
+//! start — right away or after ignore lexemes (which are optional, so an ignore
+//! terminal that no rule uses is never what gets blocked; one that a rule also uses
+//! is checked like any other).
 //!
 //! Then every live configuration has a completion (finish each lexeme in such a
 //! state; by induction the rest of the derivation can be lexed), so "some lexeme is
@@ -18,7 +19,7 @@
 //! that fails gets an error naming the two terminals.
 
 use crate::analysis::{members, terminal_follow, FirstSets};
-use stackmask_formats::{ByteDfa, Grammar};
+use stackmask_formats::{ByteDfa, Grammar, Symbol};
 
 /// Where a grammar may dead-end under greedy lexing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,6 +116,12 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         .map(|d| std::array::from_fn(|b| d.extends(d.start, b as u8)))
         .collect();
     let ign = ignore_exits(g, dfas);
+    let mut in_rules = vec![false; n];
+    for s in g.rules.iter().flat_map(|r| &r.rhs) {
+        if let Symbol::Terminal(t) = *s {
+            in_rules[t as usize] = true;
+        }
+    }
     let mut any_follow: Vec<u32> = (0..n)
         .flat_map(|t| {
             members(&follow[t])
@@ -135,7 +142,8 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         } else {
             members(&follow[t]).filter(|&u| (u as usize) < n).collect()
         };
-        next.retain(|&u| !g.is_ignore(u));
+        // An ignore terminal that a rule also uses can be required, so it stays.
+        next.retain(|&u| !g.is_ignore(u) || in_rules[u as usize]);
         next.sort_unstable();
         next.dedup();
         let d = &dfas[t];

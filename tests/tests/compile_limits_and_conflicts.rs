@@ -88,6 +88,16 @@ fn greedy_dead_ends_are_refused_with_both_terminals_named() {
         }
         other => panic!("expected a dead-end error, got {other:?}"),
     }
+    // An ignore terminal that a rule requires can be blocked too (found in review):
+    // A's every ending is extended by "\n", so NL can never follow it.
+    let src = "start: A NL\nA: /a\\n*/\nNL: \"\\n\"\n%ignore NL\n";
+    let l = pipeline::lex_grammar_source(src, "nl.lark").unwrap();
+    match pipeline::compile_parser(&l, 1000) {
+        Err(CompileError::DeadEnd(e)) => {
+            assert_eq!((e.after.as_str(), e.before.as_str()), ("A", "NL"))
+        }
+        other => panic!("expected a dead-end error, got {other:?}"),
+    }
     // Making A lazy removes the dead end ("a" then "a" lexes as A, B).
     let l =
         pipeline::lex_grammar_source("start: A B\nA[lazy]: /a+/\nB: \"a\"\n", "lazy.lark").unwrap();

@@ -332,6 +332,9 @@ pub fn random_grammar(rng: &mut Rng, shape: &GrammarShape) -> Grammar {
                         Symbol::Nonterminal(rng.below(nt) as u32)
                     } else if alt > 0 && !shape.recursive && later > 0 && rng.chance(40) {
                         Symbol::Nonterminal(lhs + 1 + rng.below(later) as u32)
+                    } else if !ignore.is_empty() && rng.chance(10) {
+                        // The ignore terminal used in a rule too: it is then required there.
+                        Symbol::Terminal(nterm as u32)
                     } else {
                         Symbol::Terminal(rng.below(nterm) as u32)
                     }
