@@ -469,18 +469,23 @@ impl<'a> Normalizer<'a> {
         })
     }
 
+    /// The terminal `name` refers to, or an "undefined terminal" error at its use.
+    fn defined_terminal(&mut self, name: &Name) -> Result<usize, PosError> {
+        if !self.expander.is_defined(&name.text) {
+            return Err(PosError::new(
+                name.pos,
+                GrammarErrorKind::UndefinedSymbol {
+                    what: "terminal",
+                    name: name.text.clone(),
+                },
+            ));
+        }
+        self.named_terminal(&name.text, name.pos)
+    }
+
     fn name_symbol(&mut self, name: &Name) -> Result<PSym, PosError> {
         if name.is_terminal() || self.expander.is_defined(&name.text) {
-            if !self.expander.is_defined(&name.text) {
-                return Err(PosError::new(
-                    name.pos,
-                    GrammarErrorKind::UndefinedSymbol {
-                        what: "terminal",
-                        name: name.text.clone(),
-                    },
-                ));
-            }
-            return Ok(PSym::T(self.named_terminal(&name.text, name.pos)?));
+            return Ok(PSym::T(self.defined_terminal(name)?));
         }
         match self.rules.get(name.text.as_str()) {
             None => Err(PosError::new(
@@ -777,16 +782,7 @@ impl<'a> Normalizer<'a> {
                         },
                     ));
                 }
-                if !self.expander.is_defined(&name.text) {
-                    return Err(PosError::new(
-                        name.pos,
-                        GrammarErrorKind::UndefinedSymbol {
-                            what: "terminal",
-                            name: name.text.clone(),
-                        },
-                    ));
-                }
-                return self.named_terminal(&name.text, name.pos);
+                return self.defined_terminal(name);
             }
         }
         let regex = self.expander.expand_expression(body, "%ignore")?;
