@@ -222,7 +222,7 @@ fn spinner(msg: &str) -> ProgressBar {
 
 fn compile(path: &Path, spec: &str, output: &Path, max_lr_states: usize) -> Result<(), Failure> {
     let started = Instant::now();
-    let source = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let source = pipeline::read_grammar_file(path)?;
     let bar = spinner("reading");
     let built = pipeline::build_artifact_from_source(
         &source,
@@ -332,10 +332,15 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
             out!("{}: ok ({} bytes)", file.display(), text.len());
             Ok(())
         }
-        Ok(()) => Err(rejected(format!(
-            "{}: incomplete: every byte is allowed but the text stops before a sentence ends",
-            file.display()
-        ))),
+        Ok(()) => {
+            let (line, col) = line_col(&text, text.len());
+            Err(rejected(format!(
+                "{}: incomplete at byte {} (line {line}, column {col}): every byte is allowed \
+                 but the text stops before a sentence ends",
+                file.display(),
+                text.len()
+            )))
+        }
     }
 }
 

@@ -49,12 +49,18 @@ pub fn lex_grammar_source(source: &str, source_name: &str) -> Result<LexedGramma
     Ok(LexedGrammar { grammar, dfas })
 }
 
-/// Reads a grammar file, then [`lex_grammar_source`].
-pub fn lex_grammar_file(path: &Path) -> Result<LexedGrammar, PipelineError> {
-    let source = std::fs::read_to_string(path).map_err(|source| PipelineError::Io {
+/// Reads a grammar file as text (invalid UTF-8 is a located grammar error).
+pub fn read_grammar_file(path: &Path) -> Result<String, PipelineError> {
+    let bytes = std::fs::read(path).map_err(|source| PipelineError::Io {
         path: path.display().to_string(),
         source,
     })?;
+    Ok(frontend::grammar_text(bytes, &path.display().to_string())?)
+}
+
+/// Reads a grammar file, then [`lex_grammar_source`].
+pub fn lex_grammar_file(path: &Path) -> Result<LexedGrammar, PipelineError> {
+    let source = read_grammar_file(path)?;
     lex_grammar_source(&source, &path.display().to_string())
 }
 

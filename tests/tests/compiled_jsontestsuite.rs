@@ -174,6 +174,27 @@ fn cli_validate_accepts_y_and_rejects_n() {
 }
 
 #[test]
+fn cli_validate_says_where_a_document_fails() {
+    let dir = temp_dir("jsontestsuite-cli-where");
+    let artifact = dir.join("json.smask");
+    std::fs::write(&artifact, &cached("json", "bytes").bytes).unwrap();
+    let cases: [(&[u8], &str); 2] = [
+        // `x` is byte 7, on line 2 after two spaces and `2`.
+        (b"[1,\n  2x]", "rejected at byte 7 (line 2, column 4)"),
+        // Every byte is fine; the text stops early: the offset is the end.
+        (b"{\"a\": 1", "incomplete at byte 7 (line 1, column 8)"),
+    ];
+    for (text, expected) in cases {
+        let doc = dir.join("doc.json");
+        std::fs::write(&doc, text).unwrap();
+        let (code, stderr) = validate(&artifact, &doc);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn cli_validate_on_a_damaged_artifact_exits_2() {
     let dir = temp_dir("jsontestsuite-cli-damaged");
     let good = &cached("json", "bytes").bytes;

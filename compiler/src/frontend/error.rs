@@ -189,6 +189,21 @@ pub enum GrammarErrorKind {
         /// What is wrong.
         message: String,
     },
+    /// The grammar is too large for one of the front end's limits (nesting, expanded
+    /// size), which keep hostile or runaway grammars from exhausting memory or stack.
+    #[error("{what} exceeds the limit of {limit}")]
+    LimitExceeded {
+        /// What is too large.
+        what: String,
+        /// The limit, with its unit.
+        limit: String,
+    },
+    /// A terminal whose language is empty: it matches no byte string at all.
+    #[error("`{name}` is a terminal that matches nothing (its language is empty)")]
+    EmptyLanguageTerminal {
+        /// The terminal's name (the literal's source text for anonymous ones).
+        name: String,
+    },
     /// The grammar has no rule named `start`.
     #[error("no `start` rule: the start symbol is the rule named `start`")]
     NoStartRule,
@@ -256,10 +271,14 @@ impl<'a> LineIndex<'a> {
         let line = self.line_starts.partition_point(|&s| s <= pos) - 1;
         let start = self.line_starts[line];
         // Offsets always come from token boundaries, but be robust to a mid-char one.
-        let prefix = self
+        let mut prefix = self
             .src
             .get(start..pos)
             .map_or(pos - start, |s| s.chars().count());
+        // A byte order mark is skipped by the lexer and shown by no editor: not a column.
+        if line == 0 && pos > 0 && self.src.starts_with('\u{feff}') {
+            prefix -= 1;
+        }
         Location {
             line: line as u32 + 1,
             col: prefix as u32 + 1,
@@ -293,6 +312,14 @@ mod tests {
         assert_eq!(idx.location(8), Location { line: 3, col: 1 });
         assert_eq!(idx.location(9), Location { line: 4, col: 1 });
         assert_eq!(idx.location(100), Location { line: 4, col: 2 });
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_a_column() {
+        let idx = LineIndex::new("\u{feff}ab\ncd");
+        assert_eq!(idx.location(3), Location { line: 1, col: 1 });
+        assert_eq!(idx.location(4), Location { line: 1, col: 2 });
+        assert_eq!(idx.location(6), Location { line: 2, col: 1 });
     }
 
     #[test]

@@ -63,6 +63,23 @@ pub fn parse_grammar(source: &str, source_name: &str) -> Result<Grammar, Grammar
     normalize::normalize(&items, &index, source_name).map_err(|e| index.error(source_name, e))
 }
 
+/// Grammar source read as bytes → text: invalid UTF-8 is an error at its `line:col`.
+pub fn grammar_text(bytes: Vec<u8>, source_name: &str) -> Result<String, GrammarError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let prefix = std::str::from_utf8(&e.as_bytes()[..valid]).expect("valid up to here");
+        LineIndex::new(prefix).error(
+            source_name,
+            PosError::new(
+                valid,
+                GrammarErrorKind::Lexical {
+                    message: "invalid UTF-8 (grammar files are UTF-8 text)".into(),
+                },
+            ),
+        )
+    })
+}
+
 /// Parses grammar text into its syntax tree (no name resolution).
 fn parse_items(source: &str) -> Result<Vec<ast::Item>, PosError> {
     lark::GrammarParser::new()

@@ -39,6 +39,11 @@ const MAX_RULE_REPEAT: i64 = 10_000;
 /// Largest number of template instantiations: a template that instantiates itself with
 /// ever-growing arguments would otherwise never stop.
 const MAX_TEMPLATE_INSTANCES: usize = 10_000;
+/// Deepest nesting of template instantiations (each level is a recursive call here).
+const MAX_TEMPLATE_DEPTH: usize = 64;
+/// Most right-hand-side symbols that `~ n..m` repetitions may add in all: nested
+/// repetitions multiply (`("a" ~ 10000) ~ 10000` is 10^8 symbols).
+const MAX_REPEAT_SYMBOLS: usize = 1 << 20;
 
 /// A right-hand-side symbol during normalization (`SelfRef` only in helper templates).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +92,13 @@ struct Normalizer<'a> {
     helpers: HashMap<Alts, usize>,
     helper_count: usize,
     template_instances: usize,
+    /// Template instantiations in progress (the recursion depth of [`Self::instantiate`]).
+    template_depth: usize,
+    /// Symbols added by `~ n..m` repetitions so far.
+    repeat_symbols: usize,
+    /// Helpers for `x*` and `x+`, whose loop production `H → H x` is a cycle when `x`
+    /// derives ε without being ε ([`Self::make_loops_epsilon_free`]).
+    loops: Vec<usize>,
     terminals: Vec<TermEntry>,
     term_by_key: HashMap<TermKey, usize>,
 }
@@ -229,6 +241,9 @@ pub fn normalize(
         helpers: HashMap::new(),
         helper_count: 0,
         template_instances: 0,
+        template_depth: 0,
+        repeat_symbols: 0,
+        loops: Vec::new(),
         terminals: Vec::new(),
         term_by_key: HashMap::new(),
     };
@@ -290,6 +305,8 @@ pub fn normalize(
     // 4. Clean up and check.
     let reachable = n.reachable(start);
     n.check_productive(&reachable)?;
+    n.make_loops_epsilon_free(&reachable);
+    let reachable = n.reachable(start);
     n.check_cycles(&reachable)?;
     n.build(
         start,
@@ -356,6 +373,74 @@ fn parse_llguidance(json: &str) -> Result<bool, GrammarErrorKind> {
         }
     }
     Ok(allow)
+}
+
+/// State of [`Normalizer::make_loops_epsilon_free`]: the ε-free copies made so far.
+struct EpsilonFree {
+    /// Per nonterminal (copies included, as they are made): derives ε.
+    nullable: Vec<bool>,
+    /// Per nonterminal: derives a non-empty string.
+    nonempty: Vec<bool>,
+    /// Nonterminal → its ε-free copy.
+    copies: HashMap<usize, usize>,
+    /// Copies whose productions are still to be written: (original, copy).
+    pending: Vec<(usize, usize)>,
+}
+
+impl EpsilonFree {
+    fn is_nullable(&self, s: &PSym) -> bool {
+        matches!(s, PSym::N(b) if self.nullable[*b])
+    }
+
+    /// The alternatives deriving what `seq` derives except ε: for each position `i`
+    /// whose prefix `seq[..i]` is nullable and whose symbol can be non-empty,
+    /// `(seq[i] without ε) seq[i+1..]`. Linear in `seq`, unlike expanding every subset.
+    fn without_epsilon(&mut self, n: &mut Normalizer<'_>, seq: &[PSym]) -> Alts {
+        let mut alts = Vec::new();
+        for (i, s) in seq.iter().enumerate() {
+            let rest = &seq[i + 1..];
+            match *s {
+                PSym::N(b) if self.nullable[b] => {
+                    if self.nonempty[b] {
+                        let copy = self.copy_of(n, b);
+                        alts.push(
+                            std::iter::once(PSym::N(copy))
+                                .chain(rest.iter().cloned())
+                                .collect(),
+                        );
+                    }
+                }
+                _ => {
+                    alts.push(seq[i..].to_vec());
+                    break;
+                }
+            }
+        }
+        alts
+    }
+
+    fn copy_of(&mut self, n: &mut Normalizer<'_>, b: usize) -> usize {
+        if let Some(&copy) = self.copies.get(&b) {
+            return copy;
+        }
+        let copy = n.nts.len();
+        let mut name = format!("__{}_nonempty", n.nts[b].name.trim_start_matches("__"));
+        while n.nt_by_name.contains_key(&name) {
+            name.push('_');
+        }
+        n.nt_by_name.insert(name.clone(), copy);
+        n.nts.push(Nt {
+            name,
+            pos: n.nts[b].pos,
+            prods: Vec::new(),
+            owner: Some(n.nts[b].owner.unwrap_or(b)),
+        });
+        self.nullable.push(false);
+        self.nonempty.push(true);
+        self.copies.insert(b, copy);
+        self.pending.push((b, copy));
+        copy
+    }
 }
 
 fn dedup(alts: Alts) -> Alts {
@@ -430,7 +515,7 @@ impl<'a> Normalizer<'a> {
             Some(Op::Repeat { min, max }) => {
                 terminals::check_repeat(min, max, MAX_RULE_REPEAT)
                     .map_err(|k| PosError::new(expr.pos, k))?;
-                self.emit_repeat(owner, alts, min, max, expr.pos, out)
+                self.emit_repeat(owner, alts, min, max, expr.pos, out)?
             }
         }
         Ok(())
@@ -567,14 +652,29 @@ impl<'a> Normalizer<'a> {
             prods: Vec::new(),
             owner: None,
         });
+        if self.template_depth >= MAX_TEMPLATE_DEPTH {
+            return Err(PosError::new(
+                name.pos,
+                GrammarErrorKind::LimitExceeded {
+                    what: format!(
+                        "template `{}`: instantiations nested in instantiations (does it \
+                         instantiate itself with growing arguments?)",
+                        name.text
+                    ),
+                    limit: format!("{MAX_TEMPLATE_DEPTH} levels"),
+                },
+            ));
+        }
         let env: Env = def
             .params
             .iter()
             .map(|p| p.text.clone())
             .zip(args.iter().cloned())
             .collect();
-        let prods = self.convert_alts(id, &def.body, &env)?;
-        self.nts[id].prods = prods;
+        self.template_depth += 1;
+        let prods = self.convert_alts(id, &def.body, &env);
+        self.template_depth -= 1;
+        self.nts[id].prods = prods?;
         Ok(id)
     }
 
@@ -640,6 +740,7 @@ impl<'a> Normalizer<'a> {
             .collect();
         prods.push(Vec::new());
         let id = self.helper(owner, "star", prods, pos);
+        self.loops.push(id);
         out.push(PSym::N(id));
     }
 
@@ -659,6 +760,7 @@ impl<'a> Normalizer<'a> {
             .collect();
         prods.extend(items);
         let id = self.helper(owner, "plus", prods, pos);
+        self.loops.push(id);
         out.push(PSym::N(id));
     }
 
@@ -672,10 +774,10 @@ impl<'a> Normalizer<'a> {
         max: Option<i64>,
         pos: usize,
         out: &mut Vec<PSym>,
-    ) {
+    ) -> Result<(), PosError> {
         let alts = dedup(alts);
         if alts.iter().all(Vec::is_empty) {
-            return;
+            return Ok(());
         }
         let unit: Vec<PSym> = if alts.len() == 1 {
             alts[0].clone()
@@ -687,6 +789,19 @@ impl<'a> Normalizer<'a> {
             };
             vec![PSym::N(self.helper(owner, kind, alts.clone(), pos))]
         };
+        let copies = max.unwrap_or(min).max(min) as usize;
+        self.repeat_symbols = self
+            .repeat_symbols
+            .saturating_add(copies.saturating_mul(unit.len()));
+        if self.repeat_symbols > MAX_REPEAT_SYMBOLS {
+            return Err(PosError::new(
+                pos,
+                GrammarErrorKind::LimitExceeded {
+                    what: "symbols written out by `~ n..m` repetitions".into(),
+                    limit: format!("{MAX_REPEAT_SYMBOLS} symbols in all"),
+                },
+            ));
+        }
         for _ in 0..min {
             out.extend(unit.iter().cloned());
         }
@@ -703,6 +818,7 @@ impl<'a> Normalizer<'a> {
             }
             Some(_) => {}
         }
+        Ok(())
     }
 
     fn named_terminal(&mut self, name: &str, use_pos: usize) -> Result<usize, PosError> {
@@ -774,7 +890,10 @@ impl<'a> Normalizer<'a> {
                 ..
             }] = alt.items.as_slice()
             {
-                if !name.is_terminal() && !self.expander.is_defined(&name.text) {
+                if !name.is_terminal()
+                    && !self.expander.is_defined(&name.text)
+                    && self.rules.contains_key(name.text.as_str())
+                {
                     return Err(PosError::new(
                         name.pos,
                         GrammarErrorKind::IgnoreRule {
@@ -810,24 +929,12 @@ impl<'a> Normalizer<'a> {
     }
 
     fn check_productive(&self, reachable: &[bool]) -> Result<(), PosError> {
-        let mut productive = vec![false; self.nts.len()];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (a, nt) in self.nts.iter().enumerate() {
-                if !productive[a]
-                    && nt.prods.iter().any(|p| {
-                        p.iter().all(|s| match s {
-                            PSym::N(b) => productive[*b],
-                            _ => true,
-                        })
-                    })
-                {
-                    productive[a] = true;
-                    changed = true;
-                }
-            }
-        }
+        let productive = self.fixpoint(|p, productive| {
+            p.iter().all(|s| match s {
+                PSym::N(b) => productive[*b],
+                _ => true,
+            })
+        });
         let Some(first) = (0..self.nts.len()).find(|&a| reachable[a] && !productive[a]) else {
             return Ok(());
         };
@@ -865,25 +972,80 @@ impl<'a> Normalizer<'a> {
         ))
     }
 
-    /// Finds `A ⇒+ A`: edges `A → B` for productions `A → α B β` with `α`, `β` nullable.
-    fn check_cycles(&self, reachable: &[bool]) -> Result<(), PosError> {
-        let n = self.nts.len();
-        let mut nullable = vec![false; n];
+    /// Least fixpoint over the productions: `a` is marked when some production of `a`
+    /// satisfies `holds` given the marks so far.
+    fn fixpoint(&self, holds: impl Fn(&[PSym], &[bool]) -> bool) -> Vec<bool> {
+        let mut marked = vec![false; self.nts.len()];
         let mut changed = true;
         while changed {
             changed = false;
             for (a, nt) in self.nts.iter().enumerate() {
-                if !nullable[a]
-                    && nt
-                        .prods
-                        .iter()
-                        .any(|p| p.iter().all(|s| matches!(s, PSym::N(b) if nullable[*b])))
-                {
-                    nullable[a] = true;
+                if !marked[a] && nt.prods.iter().any(|p| holds(p, &marked)) {
+                    marked[a] = true;
                     changed = true;
                 }
             }
         }
+        marked
+    }
+
+    /// Which nonterminals derive ε.
+    fn nullable(&self) -> Vec<bool> {
+        self.fixpoint(|p, nullable| p.iter().all(|s| matches!(s, PSym::N(b) if nullable[*b])))
+    }
+
+    /// `x*` and `x+` where `x` derives ε without being ε (`("a"?)*`, or `a*` with a
+    /// nullable rule `a`): the loop production `H → H x` makes `H ⇒ H`, a cycle the LR
+    /// stages cannot take. It becomes `H → H x'` where `x'` derives what `x` derives
+    /// except ε — the same language, since `(x')* = x*` — built from ε-free copies
+    /// `N'` of the nullable nonterminals that can begin `x`.
+    ///
+    /// Runs after [`Self::check_productive`], so every reachable nonterminal derives
+    /// some string and "derives a non-empty string" is a matter of having a terminal.
+    fn make_loops_epsilon_free(&mut self, reachable: &[bool]) {
+        let mut eps = EpsilonFree {
+            nullable: self.nullable(),
+            nonempty: self.fixpoint(|p, nonempty| {
+                p.iter().any(|s| match *s {
+                    PSym::N(b) => nonempty[b],
+                    _ => true,
+                })
+            }),
+            copies: HashMap::new(),
+            pending: Vec::new(),
+        };
+        for h in self.loops.clone() {
+            if !reachable[h] {
+                continue;
+            }
+            let prods = std::mem::take(&mut self.nts[h].prods);
+            let mut rewritten = Vec::with_capacity(prods.len());
+            for p in prods {
+                let is_cycle =
+                    p.first() == Some(&PSym::N(h)) && p[1..].iter().all(|s| eps.is_nullable(s));
+                if !is_cycle {
+                    rewritten.push(p);
+                    continue;
+                }
+                for alt in eps.without_epsilon(self, &p[1..]) {
+                    rewritten.push(std::iter::once(PSym::N(h)).chain(alt).collect());
+                }
+            }
+            self.nts[h].prods = dedup(rewritten);
+        }
+        while let Some((original, copy)) = eps.pending.pop() {
+            let mut prods = Vec::new();
+            for p in self.nts[original].prods.clone() {
+                prods.extend(eps.without_epsilon(self, &p));
+            }
+            self.nts[copy].prods = dedup(prods);
+        }
+    }
+
+    /// Finds `A ⇒+ A`: edges `A → B` for productions `A → α B β` with `α`, `β` nullable.
+    fn check_cycles(&self, reachable: &[bool]) -> Result<(), PosError> {
+        let n = self.nts.len();
+        let nullable = self.nullable();
         let is_nullable = |s: &PSym| matches!(s, PSym::N(b) if nullable[*b]);
         let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
         for a in (0..n).filter(|&a| reachable[a]) {
@@ -980,13 +1142,25 @@ impl<'a> Normalizer<'a> {
         for &t in &order {
             let e = &self.terminals[t];
             let hir = regex_translate::parse_hir(&e.regex).map_err(|k| PosError::new(e.pos, k))?;
-            if hir.properties().minimum_len() == Some(0) {
-                return Err(PosError::new(
-                    e.pos,
-                    GrammarErrorKind::EmptyTerminal {
-                        name: e.name.clone(),
-                    },
-                ));
+            match hir.properties().minimum_len() {
+                Some(0) => {
+                    return Err(PosError::new(
+                        e.pos,
+                        GrammarErrorKind::EmptyTerminal {
+                            name: e.name.clone(),
+                        },
+                    ))
+                }
+                // regex-syntax: no minimum length means no match at all (`[^\s\S]`).
+                None => {
+                    return Err(PosError::new(
+                        e.pos,
+                        GrammarErrorKind::EmptyLanguageTerminal {
+                            name: e.name.clone(),
+                        },
+                    ))
+                }
+                Some(_) => {}
             }
             terminals.push(Terminal {
                 name: e.name.clone(),

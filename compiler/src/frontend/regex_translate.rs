@@ -80,10 +80,15 @@ pub fn translate(body: &str, flags: &str) -> Result<String, GrammarErrorKind> {
         }
     }
     let verbose = rust_flags.contains('x');
-    let inner = translate_body(body, verbose)?;
+    let Translated {
+        out: inner,
+        verbose_at_end,
+    } = translate_body(body, verbose)?;
     // In verbose mode a `#` comment runs to the end of the line: end the body with a line
-    // break so that it cannot swallow the closing parenthesis.
-    let group = if verbose {
+    // break so that it cannot swallow the closing parenthesis. (Verbose mode may also be
+    // switched on by a top-level `(?x)` in the body; a newline outside it would be a
+    // literal, so only where verbose mode is still on at the end.)
+    let group = if verbose_at_end {
         format!("(?{rust_flags}:{inner}\n)")
     } else {
         format!("(?{rust_flags}:{inner})")
@@ -147,10 +152,32 @@ fn octal_escape(s: &str) -> (String, usize) {
     (format!("\\x{{{value:x}}}"), digits.len())
 }
 
-fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind> {
+/// A translated regex body, and whether verbose mode (`x`) is on at its end.
+struct Translated {
+    out: String,
+    verbose_at_end: bool,
+}
+
+/// Whether inline flags (`imsx-imsx`, as kept) turn verbose mode on or off, if they
+/// mention it.
+fn inline_verbose(flags: &str) -> Option<bool> {
+    let (on, off) = flags.split_once('-').unwrap_or((flags, ""));
+    if off.contains('x') {
+        Some(false)
+    } else if on.contains('x') {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+fn translate_body(body: &str, mut verbose: bool) -> Result<Translated, GrammarErrorKind> {
     let mut out = String::with_capacity(body.len() + 8);
     let mut i = 0;
     let mut in_class = false;
+    // Open groups: the body is wrapped in a group of ours, so a stray `)` would close
+    // that one and silently change the language (`a)|(b`); Python rejects it.
+    let mut depth = 0usize;
     // Position right after `[` or `[^`, where `]` is a literal.
     let mut class_start = false;
     // Whether the previous token was a quantifier (a following `+` is possessive).
@@ -180,6 +207,8 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                 }
                 '1'..='9' if !in_class => return Err(unsupported("backreference `\\N`")),
                 'Z' if !in_class => out.push_str("\\z"),
+                // Python: the literal characters; regex-syntax: word-start/end assertions.
+                '<' | '>' => out.push(e),
                 'b' if in_class => out.push_str("\\x08"),
                 'N' if after.starts_with('{') => {
                     return Err(unsupported("named Unicode escape `\\N{...}`"))
@@ -314,18 +343,26 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
                     if kept == "-" {
                         kept.clear();
                     }
+                    let scoped = r[flags_end..].starts_with(':');
+                    if !scoped && depth == 0 {
+                        // `(?x)` at the top level lasts to the end of the body.
+                        verbose = inline_verbose(&kept).unwrap_or(verbose);
+                    }
                     if kept.is_empty() && r[flags_end..].starts_with(')') {
                         // `(?u)` alone: nothing left to say.
                         i += 2 + flags_end + 1;
                         continue;
                     }
-                    // `(?u:` becomes `(?:` — the `:` is copied by the next iteration.
+                    // `(?u:` becomes `(?:` — the `:` is copied by the next iteration. A
+                    // flags-only `(?i)` is closed by the `)` the next iteration copies.
                     out.push_str("(?");
                     out.push_str(&kept);
+                    depth += 1;
                     i += 2 + flags_end;
                     continue;
                 }
                 out.push_str("(?");
+                depth += 1;
                 i += 2;
                 continue;
             }
@@ -356,11 +393,27 @@ fn translate_body(body: &str, verbose: bool) -> Result<String, GrammarErrorKind>
             },
             '}' => out.push_str("\\}"),
             ']' => out.push_str("\\]"),
+            '(' => {
+                depth += 1;
+                out.push('(');
+            }
+            ')' if depth == 0 => {
+                return Err(GrammarErrorKind::InvalidRegex {
+                    message: "unbalanced parenthesis: `)` closes no group".into(),
+                })
+            }
+            ')' => {
+                depth -= 1;
+                out.push(')');
+            }
             _ => out.push(c),
         }
         i += c.len_utf8();
     }
-    Ok(out)
+    Ok(Translated {
+        out,
+        verbose_at_end: verbose,
+    })
 }
 
 #[cfg(test)]
@@ -446,5 +499,39 @@ mod tests {
             translate("a\\", ""),
             Err(GrammarErrorKind::InvalidRegex { .. })
         ));
+    }
+
+    #[test]
+    fn a_stray_parenthesis_is_an_error_not_a_new_language() {
+        // Wrapped naively, `a)|(b` would become `(?:a)|(b)`: the language {a, b}.
+        for body in ["a)|(b", ")", "(a))", "(?:a))(", "(?i)a)"] {
+            match translate(body, "") {
+                Err(GrammarErrorKind::InvalidRegex { message }) => {
+                    assert!(message.contains("unbalanced"), "{body}: {message}")
+                }
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        // Balanced groups of every kind, and escaped or class parentheses, are fine.
+        ok(r"(a)(?:b)(?i:c)(?P<n>d)(?i)e\)[)(]", "");
+        ok(r"a(?#comment)b", "");
+    }
+
+    #[test]
+    fn angle_bracket_escapes_are_literals_as_in_python() {
+        // regex-syntax would read `\<`/`\>` as word-start/end assertions.
+        assert_eq!(ok(r"\<[a-z]+\>", ""), "(?:<[a-z]+>)");
+        assert_eq!(ok(r"[\<\>]", ""), "(?:[<>])");
+    }
+
+    #[test]
+    fn inline_verbose_flag_at_top_level_keeps_the_closing_group() {
+        // `#` starts a comment to the end of the line; our closing `)` must survive it.
+        assert_eq!(ok("(?x)a # c", ""), "(?:(?x)a # c\n)");
+        // Scoped or switched-off verbose mode ends before the body does: no newline,
+        // which would otherwise be a literal.
+        assert_eq!(ok("(?x:a # c\n)b", ""), "(?:(?x:a # c\n)b)");
+        assert_eq!(ok("(?x)a(?-x)b", ""), "(?:(?x)a(?-x)b)");
+        assert_eq!(ok("a (?-x)b", "x"), "(?x:a (?-x)b)");
     }
 }

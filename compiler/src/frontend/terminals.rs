@@ -219,6 +219,10 @@ pub fn check_repeat(min: i64, max: Option<i64>, limit: i64) -> Result<(), Gramma
 /// Largest repetition count accepted in a terminal (regex-syntax's own limit is higher,
 /// but the lexer's DFAs would not survive it anyway).
 const MAX_TERMINAL_REPEAT: i64 = 1000;
+/// Deepest chain of terminals defined through other terminals.
+const MAX_TERMINAL_DEPTH: usize = 256;
+/// Longest regex a terminal may expand to (its DFA is limited separately, in the lexer).
+const MAX_TERMINAL_REGEX_LEN: usize = 1 << 20;
 
 fn quantify(piece: Piece, op: Op) -> Result<Piece, GrammarErrorKind> {
     if piece.is_empty() {
@@ -353,6 +357,17 @@ impl<'a> TerminalExpander<'a> {
                 GrammarErrorKind::TerminalCycle { cycle },
             ));
         }
+        // Terminals are expanded recursively; a long chain `A1: A0`, `A2: A1`, ... must end
+        // in an error, not in a stack overflow.
+        if self.stack.len() >= MAX_TERMINAL_DEPTH {
+            return Err(PosError::new(
+                use_pos,
+                GrammarErrorKind::LimitExceeded {
+                    what: format!("terminal `{name}`: terminals defined through other terminals"),
+                    limit: format!("{MAX_TERMINAL_DEPTH} levels deep"),
+                },
+            ));
+        }
         let binding = match scope {
             Scope::Main => self.main.get(name).copied(),
             Scope::Lib(lib) => self.libs[lib].get(name).map(|d| Binding::Def(d)),
@@ -409,10 +424,24 @@ impl<'a> TerminalExpander<'a> {
         owner: &str,
     ) -> Result<Piece, PosError> {
         let mut alts = Vec::with_capacity(body.len());
+        // Bytes of regex gathered so far, checked as pieces arrive: terminals built from
+        // terminals can double at every level (`A1: A0 A0`, `A2: A1 A1`, ...), and a body
+        // that uses a large terminal many times must fail before it is concatenated.
+        let mut size = 0usize;
         for alt in body {
             let mut seq = Vec::with_capacity(alt.items.len());
             for expr in &alt.items {
                 let piece = self.expand_atom(scope, &expr.atom, owner)?;
+                size += piece.re.len();
+                if size > MAX_TERMINAL_REGEX_LEN {
+                    return Err(PosError::new(
+                        expr.pos,
+                        GrammarErrorKind::LimitExceeded {
+                            what: format!("terminal `{owner}`: its expanded regex"),
+                            limit: format!("{MAX_TERMINAL_REGEX_LEN} bytes"),
+                        },
+                    ));
+                }
                 seq.push(match expr.op {
                     None => piece,
                     Some(op) => quantify(piece, op).map_err(|k| PosError::new(expr.pos, k))?,

@@ -628,6 +628,129 @@ fn other_errors() {
 }
 
 #[test]
+fn limits_end_in_located_errors_not_stack_overflows_or_oom() {
+    // Deep nesting: rejected by the lexer before anything recurses over it (100k levels
+    // would overflow the stack of the recursive stages, and of the tree's drop).
+    for depth in [300, 100_000] {
+        for (open, close) in [("(", ")"), ("[", "]")] {
+            let src = format!(
+                "start: {}\"a\"{}\n",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
+            assert_eq!(
+                error(&src),
+                "g.lark:1:264: brackets nested more than 256 levels deep"
+            );
+        }
+        let src = format!(
+            "A: {}\"a\"{}\nstart: A\n",
+            "(".repeat(depth),
+            ")".repeat(depth)
+        );
+        assert!(error(&src).contains("nested more than 256"), "{src:.40}");
+    }
+    grammar(&format!(
+        "start: {}\"a\"{}\n",
+        "(".repeat(200),
+        ")".repeat(200)
+    ));
+
+    // A template that instantiates itself with growing arguments.
+    let e = error("start: t{\"a\"}\nt{x}: x | t{u{x}}\nu{y}: y y\n");
+    assert!(
+        e.starts_with("g.lark:2:13: template `u`: instantiations nested")
+            && e.ends_with("exceeds the limit of 64 levels"),
+        "{e}"
+    );
+
+    // Nested repetitions multiply.
+    assert_eq!(
+        error("start: (\"a\" ~ 10000) ~ 10000\n"),
+        "g.lark:1:8: symbols written out by `~ n..m` repetitions exceeds the limit of 1048576 symbols in all"
+    );
+
+    // Terminals that double at every level, and long chains of terminals.
+    let mut src = String::from("start: A40\nA0: \"ab\"\n");
+    for i in 1..=40 {
+        src.push_str(&format!("A{i}: A{} A{}\n", i - 1, i - 1));
+    }
+    let e = error(&src);
+    assert!(
+        e.contains("its expanded regex exceeds the limit of 1048576 bytes"),
+        "{e}"
+    );
+    // Defined top-down, so that expanding the first one recurses through all of them.
+    let mut src = String::from("start: A1000\n");
+    for i in (1..=1000).rev() {
+        src.push_str(&format!("A{i}: A{} \"b\"\n", i - 1));
+    }
+    src.push_str("A0: \"a\"\n");
+    let e = error(&src);
+    assert!(
+        e.contains(
+            "terminals defined through other terminals exceeds the limit of 256 levels deep"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn terminals_with_an_empty_language_are_errors() {
+    assert_eq!(
+        error("start: A | \"b\"\nA: /[^\\s\\S]/\n"),
+        "g.lark:2:1: `A` is a terminal that matches nothing (its language is empty)"
+    );
+}
+
+#[test]
+fn ignoring_an_undefined_name_says_it_is_undefined() {
+    assert_eq!(
+        error("start: \"a\"\n%ignore ws\n"),
+        "g.lark:2:9: undefined terminal `ws`"
+    );
+}
+
+#[test]
+fn invalid_utf8_is_located() {
+    let e = super::grammar_text(b"start: \"a\"\n  \"\xff\"\n".to_vec(), "g.lark").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "g.lark:2:4: invalid UTF-8 (grammar files are UTF-8 text)"
+    );
+    assert_eq!(
+        super::grammar_text(b"start: \"\xc3\xa9\"".to_vec(), "g.lark").unwrap(),
+        "start: \"é\""
+    );
+}
+
+#[test]
+fn columns_after_a_byte_order_mark() {
+    assert_eq!(
+        error("\u{feff}start: foo\n"),
+        "g.lark:1:8: undefined rule `foo`"
+    );
+}
+
+#[test]
+fn loops_over_nullable_items_are_not_cycles() {
+    // `("a"?)*` would be `H -> H opt | ε` with `opt -> "a" | ε`: `H => H`. The loop is
+    // rewritten over an ε-free copy (the languages are compared in the tests crate).
+    let g = grammar("start: (\"a\"?)*\n");
+    assert_eq!(
+        rules(&g),
+        [
+            "start -> __start_star_1",
+            "__start_star_1 -> __start_star_1 __start_opt_0_nonempty",
+            "__start_star_1 -> ε",
+            "__start_opt_0_nonempty -> \"a\"",
+        ]
+    );
+    grammar("start: item+ \"b\"\nitem: \"a\" |\n");
+    grammar("start: (\"a\"? \"b\"?)* \"c\"\n");
+}
+
+#[test]
 fn error_display_uses_the_source_name() {
     let e = parse_grammar("start: x", "dir/my.lark").unwrap_err();
     assert_eq!((e.line, e.col), (1, 8));

@@ -121,6 +121,9 @@ pub fn is_terminal_name(name: &str) -> bool {
         && !rest.contains(|c: char| c.is_ascii_lowercase())
 }
 
+/// Deepest nesting of `( [ {` accepted in a grammar source.
+pub const MAX_NESTING: u32 = 256;
+
 /// The lexer: an iterator of spanned tokens or a positioned error.
 pub struct Lexer<'a> {
     src: &'a str,
@@ -198,6 +201,20 @@ impl<'a> Lexer<'a> {
     fn err(&mut self, pos: usize, kind: GrammarErrorKind) -> Option<Result<Spanned<'a>, PosError>> {
         self.failed = true;
         Some(Err(PosError::new(pos, kind)))
+    }
+
+    /// An opening bracket. Nesting is limited: later stages walk the syntax tree
+    /// recursively, and a grammar file must not be able to overflow their stack.
+    fn open(&mut self, start: usize, tok: Tok<'a>) -> Option<Result<Spanned<'a>, PosError>> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return self.lexical(
+                start,
+                format!("brackets nested more than {MAX_NESTING} levels deep"),
+            );
+        }
+        self.pos += 1;
+        Some(Ok((start, tok, start + 1)))
     }
 
     fn lexical(
@@ -454,20 +471,13 @@ impl<'a> Iterator for Lexer<'a> {
             }
             ':' => one(self, Tok::Colon, 1),
             '|' => one(self, Tok::Pipe, 1),
-            '(' => {
-                self.depth += 1;
-                one(self, Tok::LParen, 1)
-            }
-            '[' => {
-                self.depth += 1;
-                one(self, Tok::LBracket, 1)
-            }
+            '(' => self.open(start, Tok::LParen),
+            '[' => self.open(start, Tok::LBracket),
             '{' => {
                 if let Some((spec, len)) = self.try_repeat() {
                     return one(self, Tok::Repeat(spec), len);
                 }
-                self.depth += 1;
-                one(self, Tok::LBrace, 1)
+                self.open(start, Tok::LBrace)
             }
             ')' | ']' | '}' => {
                 self.depth = self.depth.saturating_sub(1);

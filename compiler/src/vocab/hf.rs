@@ -324,6 +324,16 @@ fn vocabulary(
         .chain(added.iter().map(|a| a.id))
         .max()
         .map_or(0, |m| m as usize + 1);
+    // The mask width is the largest id + 1, and tables are sized by it: a stray huge id
+    // (`"a": 4294967295`) must be an error, not a 100 GB allocation. Real files leave
+    // at most a few gaps (padding to a multiple of 64 or 128).
+    let listed = vocab.len() + added.len();
+    if len > 2 * listed + 1024 {
+        return Err(malformed(format!(
+            "token ids go up to {} but only {listed} tokens are listed",
+            len - 1
+        )));
+    }
     let mut entries: Vec<Option<(Vec<u8>, TokenKind)>> = vec![None; len];
     // Which ids are taken, and by what, to report clashes precisely.
     let mut taken: Vec<Option<&str>> = vec![None; len];
@@ -800,5 +810,12 @@ mod tests {
         ));
         // Not JSON at all.
         assert!(matches!(load_str("{"), Err(VocabError::Malformed { .. })));
+        // An id far past the tokens listed: an error before any table is sized by it.
+        match load_str(&synthetic(EOS, r#""Ġa": 4294967295"#, BYTE_LEVEL)) {
+            Err(VocabError::Malformed { message, .. }) => {
+                assert!(message.contains("ids go up to 4294967295"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
