@@ -145,6 +145,17 @@ fn syntax(b: &[u8]) -> Result<(), (usize, &'static str)> {
         }
         Ok(())
     };
+    // `"key" :` and the whitespace after it.
+    let member_key = |p: &mut usize| -> Result<(), (usize, &'static str)> {
+        string(p)?;
+        ws(p);
+        if at(*p) != Some(b':') {
+            return Err((*p, "expected ':'"));
+        }
+        *p += 1;
+        ws(p);
+        Ok(())
+    };
 
     let mut p = 0usize;
     let mut stack: Vec<Ctx> = Vec::new();
@@ -158,13 +169,7 @@ fn syntax(b: &[u8]) -> Result<(), (usize, &'static str)> {
                 if at(p) == Some(b'}') {
                     p += 1;
                 } else {
-                    string(&mut p)?;
-                    ws(&mut p);
-                    if at(p) != Some(b':') {
-                        return Err((p, "expected ':'"));
-                    }
-                    p += 1;
-                    ws(&mut p);
+                    member_key(&mut p)?;
                     stack.push(Ctx::Object);
                     continue 'value;
                 }
@@ -206,13 +211,7 @@ fn syntax(b: &[u8]) -> Result<(), (usize, &'static str)> {
                     (Ctx::Object, Some(b',')) => {
                         p += 1;
                         ws(&mut p);
-                        string(&mut p)?;
-                        ws(&mut p);
-                        if at(p) != Some(b':') {
-                            return Err((p, "expected ':'"));
-                        }
-                        p += 1;
-                        ws(&mut p);
+                        member_key(&mut p)?;
                         continue 'value;
                     }
                     (Ctx::Array, Some(b']')) | (Ctx::Object, Some(b'}')) => {
