@@ -226,3 +226,46 @@ fn glr_matches_reference_on_shipped_grammars() {
         }
     }
 }
+
+/// Reductions on a highly ambiguous stack: `s` splits `a^n` every way into 2 to 8
+/// parts, so the number of GSS paths a reduction of `s s s s s s s s` follows grows
+/// exponentially with n. Enumerating them one by one took over 20 s at 36 bytes (and
+/// ~10x more per 6 bytes after that); level by level over deduplicated nodes it is
+/// milliseconds. The guard turns a regression into a failure instead of a stuck run.
+#[test]
+fn reductions_on_a_highly_ambiguous_stack_stay_polynomial() {
+    const N: usize = 48;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let alts: Vec<String> = (2..=8).map(|k| vec!["s"; k].join(" ")).collect();
+        let source = format!("start: s\ns: {} | \"a\"\n", alts.join(" | "));
+        let lexed = pipeline::lex_grammar_source(&source, "ambiguous.lark").unwrap();
+        let compiled = pipeline::compile_parser(&lexed, 100_000).unwrap();
+        assert!(
+            !compiled.automaton.conflicts.is_empty(),
+            "the grammar forks"
+        );
+        let tables = compiled.tables.view();
+        let vocab = tiny_vocab();
+        let trie = stackmask_compiler::vocab::build_trie(&vocab);
+        let engine = ReferenceEngine::new(&lexed.grammar, lexed.dfas.clone(), vocab, trie).unwrap();
+        let mut reference = engine.recognizer();
+        let mut state = GlrState::new(&tables);
+        let mut glr = GlrRecognizer {
+            tables,
+            state: &mut state,
+        };
+        let input = [b'a'; N];
+        let n = compare(&mut reference, &mut glr, &input, &|| source.clone());
+        let _ = tx.send((n, glr.is_accepting()));
+    });
+    let (n, accepting) = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(r) => r,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{N} bytes of a highly ambiguous grammar took over 60 s")
+        }
+        Err(e) => panic!("the parsing thread failed (see its panic above): {e}"),
+    };
+    assert_eq!(n, N);
+    assert!(accepting);
+}

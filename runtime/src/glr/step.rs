@@ -7,6 +7,13 @@
 //! added in the previous round — every other path was seen before. Re-finding a known
 //! path is harmless (an existing edge is never added twice), so the rounds end when no
 //! edge is added. This is what keeps ε-rules and hidden left recursion correct.
+//!
+//! A reduction only needs the *ends* of its paths, not the paths themselves, so
+//! [`paths`] walks the GSS one level at a time over deduplicated `(node, used a fresh
+//! edge)` pairs instead of enumerating paths one by one: on an ambiguous stack the
+//! number of paths grows exponentially with the rule length, while a level never holds
+//! more pairs than the GSS has nodes. A linear stack has one pair per level, so the
+//! common case costs what the path enumeration did.
 
 use super::gss::{Layered, NONE};
 use stackmask_formats::{Action, TablesRef};
@@ -25,8 +32,11 @@ pub(crate) struct StepScratch {
     added: Vec<(u32, u32)>,
     /// Pending shifts: (target state, from node).
     shifts: Vec<(u32, u32)>,
-    /// Path enumeration stack: (node, remaining length, went through a fresh edge).
-    paths: Vec<(u32, u32, bool)>,
+    /// Path ends at the current level: (node, went through a fresh edge), sorted by
+    /// node with one entry per node.
+    level: Vec<(u32, bool)>,
+    /// The next level, being built.
+    next_level: Vec<(u32, bool)>,
     /// Path ends found.
     ends: Vec<u32>,
     /// Nodes created by the shift: (LR state, node).
@@ -94,8 +104,13 @@ pub(crate) fn step(
             break;
         }
         // A merge added paths: another round over the step's nodes, through the new edges.
-        std::mem::swap(&mut s.fresh, &mut s.added);
+        // Copied rather than swapped, so each buffer keeps its role and a warm scratch
+        // never meets a role whose buffer has not grown yet (see `paths`). Sorted, so
+        // that `paths` tests an edge with a binary search.
+        s.fresh.clear();
+        s.fresh.extend_from_slice(&s.added);
         s.added.clear();
+        s.fresh.sort_unstable();
         s.work.extend(s.reduced.iter().map(|&(_, w)| (w, false)));
     }
     for i in 0..s.shifts.len() {
@@ -115,24 +130,190 @@ pub(crate) fn step(
 }
 
 /// Collects into `s.ends` the end nodes of the paths of `len` edges from `v` — with
-/// `through_fresh`, only those using an edge in `s.fresh`.
+/// `through_fresh`, only those using an edge in `s.fresh` (which must be sorted).
+///
+/// Level by level over `(node, used)` pairs: two paths reaching the same node at the
+/// same level have the same continuations, so one pair per node is enough, and a pair
+/// that used a fresh edge subsumes one that did not (every end it reaches counts). The
+/// cost is `len` times the GSS size at worst, whatever the number of paths.
 fn paths(gss: &Layered<'_>, v: u32, len: u32, through_fresh: bool, s: &mut StepScratch) {
     s.ends.clear();
-    s.paths.clear();
-    s.paths.push((v, len, !through_fresh));
-    while let Some((node, left, used)) = s.paths.pop() {
-        if left == 0 {
-            if used && !s.ends.contains(&node) {
-                s.ends.push(node);
+    s.level.clear();
+    s.level.push((v, !through_fresh));
+    for _ in 0..len {
+        s.next_level.clear();
+        for &(node, used) in &s.level {
+            let mut e = gss.node(node).first_edge;
+            while e != NONE {
+                let edge = gss.edge(e);
+                let used = used || s.fresh.binary_search(&(node, edge.to)).is_ok();
+                s.next_level.push((edge.to, used));
+                e = edge.next;
             }
-            continue;
         }
-        let mut e = gss.node(node).first_edge;
-        while e != NONE {
-            let edge = gss.edge(e);
-            let used = used || s.fresh.contains(&(node, edge.to));
-            s.paths.push((edge.to, left - 1, used));
-            e = edge.next;
+        if s.next_level.is_empty() {
+            return;
         }
+        if s.next_level.len() > 1 {
+            // `true` first, so that deduplicating by node keeps the pair that used a
+            // fresh edge.
+            s.next_level
+                .sort_unstable_by_key(|&(node, used)| (node, !used));
+            s.next_level.dedup_by_key(|&mut (node, _)| node);
+        }
+        // A copy, not a swap: swapping would hand each buffer the other's role on
+        // alternate levels, so whether a warm scratch allocates would depend on the
+        // parity of every earlier level count, not only on the sizes seen before.
+        s.level.clear();
+        s.level.extend_from_slice(&s.next_level);
+    }
+    s.ends.extend(
+        s.level
+            .iter()
+            .filter(|&&(_, used)| used)
+            .map(|&(node, _)| node),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::glr::gss::{Edge, Gss, Node};
+
+    /// A GSS from per-node edge lists (edges to older nodes, or any node: `paths` does
+    /// not care).
+    fn gss_of(edges: &[Vec<u32>]) -> Gss {
+        let mut g = Gss::default();
+        for (i, to) in edges.iter().enumerate() {
+            let mut first = NONE;
+            for &t in to.iter().rev() {
+                g.edges.push(Edge { to: t, next: first });
+                first = g.edges.len() as u32 - 1;
+            }
+            g.nodes.push(Node {
+                state: i as u32,
+                first_edge: first,
+            });
+        }
+        g
+    }
+
+    fn ends(g: &Gss, v: u32, len: u32, fresh: &[(u32, u32)]) -> Vec<u32> {
+        let mut over = Gss::default();
+        let layered = Layered {
+            base: g,
+            over: &mut over,
+        };
+        let mut s = StepScratch::default();
+        s.fresh.extend_from_slice(fresh);
+        s.fresh.sort_unstable();
+        paths(&layered, v, len, !fresh.is_empty(), &mut s);
+        let mut out = s.ends.clone();
+        out.sort_unstable();
+        out
+    }
+
+    /// Every path one by one (what `paths` replaced): the oracle on small graphs.
+    fn brute(edges: &[Vec<u32>], v: u32, len: u32, fresh: &[(u32, u32)]) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut stack = vec![(v, len, fresh.is_empty())];
+        while let Some((node, left, used)) = stack.pop() {
+            if left == 0 {
+                if used {
+                    out.push(node);
+                }
+                continue;
+            }
+            for &to in &edges[node as usize] {
+                stack.push((to, left - 1, used || fresh.contains(&(node, to))));
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn ends_match_path_enumeration_on_random_graphs() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..500 {
+            let n = 1 + rand(12) as usize;
+            // Mostly edges to older nodes, sometimes to any node (cycles, self-loops).
+            let edges: Vec<Vec<u32>> = (0..n)
+                .map(|i| {
+                    let mut to: Vec<u32> = (0..rand(4))
+                        .map(|_| {
+                            if i > 0 && rand(5) != 0 {
+                                rand(i as u64) as u32
+                            } else {
+                                rand(n as u64) as u32
+                            }
+                        })
+                        .collect();
+                    to.sort_unstable();
+                    to.dedup();
+                    to
+                })
+                .collect();
+            let all: Vec<(u32, u32)> = edges
+                .iter()
+                .enumerate()
+                .flat_map(|(i, to)| to.iter().map(move |&t| (i as u32, t)))
+                .collect();
+            let fresh: Vec<(u32, u32)> = if all.is_empty() || rand(3) == 0 {
+                Vec::new()
+            } else {
+                (0..1 + rand(3))
+                    .map(|_| all[rand(all.len() as u64) as usize])
+                    .collect()
+            };
+            let g = gss_of(&edges);
+            let v = rand(n as u64) as u32;
+            let len = rand(6) as u32;
+            assert_eq!(
+                ends(&g, v, len, &fresh),
+                brute(&edges, v, len, &fresh),
+                "edges {edges:?}, from {v}, length {len}, fresh {fresh:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn exponentially_many_paths_cost_a_level_each() {
+        // A ladder: two nodes per level, each with edges to both nodes of the level
+        // below, so 2^64 paths of length 64 lead from the top to the bottom. One by one
+        // that never ends; level by level it is 64 levels of two pairs.
+        const DEPTH: u32 = 64;
+        let mut edges = vec![Vec::new(), Vec::new()];
+        for level in 1..=DEPTH {
+            let below = 2 * (level - 1);
+            edges.push(vec![below, below + 1]);
+            edges.push(vec![below, below + 1]);
+        }
+        let g = gss_of(&edges);
+        let top = 2 * DEPTH;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send((
+                ends(&g, top, DEPTH, &[]),
+                ends(&g, top, DEPTH, &[(5, 2)]),
+                ends(&g, top, DEPTH - 3, &[(5, 2)]),
+                ends(&g, top, DEPTH, &[(5, 0)]),
+            ));
+        });
+        let (all, through, short, none) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("paths() on a ladder finishes (it took over 20 s)");
+        assert_eq!(all, [0, 1]);
+        assert_eq!(through, [0, 1]);
+        // Paths of length DEPTH - 3 end on level 3, above the fresh edge 5 → 2.
+        assert!(short.is_empty());
+        assert!(none.is_empty(), "(5, 0) is not an edge");
     }
 }
