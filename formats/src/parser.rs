@@ -198,6 +198,7 @@ impl TablesRef<'_> {
         if self.dfa_flags[0] != 0 || self.dfa_trans[..256].iter().any(|&s| s != 0) {
             return Err("dfa: state 0 must be the dead sink".into());
         }
+        self.validate_liveness()?;
         let terminals = self.dfa_start.len();
         if self.lr.num_terminals as usize != terminals + 1 || self.lazy.len() != terminals {
             return Err("tables: terminal counts disagree".into());
@@ -209,7 +210,13 @@ impl TablesRef<'_> {
             return Err("tables: expected-terminal sets have the wrong width".into());
         }
         let num_states = self.lr.num_states as usize;
-        if self.expected.len() != num_states * self.expected_words as usize {
+        // `expects` computes `state * expected_words` in u32: the whole table must be
+        // indexable by a u32 for that product not to overflow.
+        let expected_len = num_states
+            .checked_mul(self.expected_words as usize)
+            .filter(|&n| n <= u32::MAX as usize)
+            .ok_or("tables: expected-terminal sets have more words than a u32 can index")?;
+        if self.expected.len() != expected_len {
             return Err("tables: expected-terminal sets have the wrong size".into());
         }
         // Only grammar terminals may be expected: end of input and the padding bits of
@@ -230,6 +237,81 @@ impl TablesRef<'_> {
         }
         self.validate_configs(terminals, num_states)?;
         crate::lr::validate_lr(self.lr)
+    }
+
+    /// Checks the invariant the lexers rely on (see `ByteDfa` and the compiler's lexer
+    /// stage): a transition or start state other than 0 leads to a state from which
+    /// some continuation is accepted, and every state's `LIVE` flag says exactly that.
+    /// The GLR runtime reads "transition != 0" as "the byte extends the lexeme" (greedy
+    /// lexing, [`TablesRef::may_end`]) and "a lexeme in progress can still end"; the
+    /// reference path reads the `LIVE` flag for the same facts. With this check the two
+    /// readings agree, and no lexeme is kept alive that can never end.
+    ///
+    /// Liveness is recomputed backwards from the accepting states over the nonzero
+    /// transitions (linear in the table; most transitions are 0).
+    fn validate_liveness(&self) -> Result<(), String> {
+        let n = self.dfa_flags.len();
+        let bad = |what: String| Err(format!("dfa: {what}"));
+        if let Some(s) =
+            (0..n).find(|&s| self.dfa_accepting(s as u32) && self.dfa_flags[s] & ByteDfa::LIVE == 0)
+        {
+            return bad(format!("state {s} is accepting but not live"));
+        }
+        // Reverse edges over nonzero transitions, CSR: predecessors of `t` are
+        // `preds[start[t]..start[t + 1]]` (duplicates from several bytes are harmless).
+        let mut start = vec![0u32; n + 1];
+        for &t in self.dfa_trans {
+            if t != 0 {
+                start[t as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut preds = vec![0u32; start[n] as usize];
+        for (i, &t) in self.dfa_trans.iter().enumerate() {
+            if t != 0 {
+                preds[fill[t as usize] as usize] = (i / 256) as u32;
+                fill[t as usize] += 1;
+            }
+        }
+        let mut live: Vec<bool> = (0..n).map(|s| self.dfa_accepting(s as u32)).collect();
+        let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
+        while let Some(t) = stack.pop() {
+            for &p in &preds[start[t as usize] as usize..start[t as usize + 1] as usize] {
+                if !std::mem::replace(&mut live[p as usize], true) {
+                    stack.push(p);
+                }
+            }
+        }
+        if let Some(s) = (0..n).find(|&s| live[s] != (self.dfa_flags[s] & ByteDfa::LIVE != 0)) {
+            return bad(format!(
+                "state {s}'s live flag disagrees with its transitions (it {} reach an accepting state)",
+                if live[s] { "can" } else { "cannot" }
+            ));
+        }
+        if let Some(i) = (0..self.dfa_trans.len()).find(|&i| {
+            let t = self.dfa_trans[i];
+            t != 0 && !live[t as usize]
+        }) {
+            return bad(format!(
+                "state {} goes to state {} on byte {}, which cannot reach an accepting state (it must go to 0)",
+                i / 256,
+                self.dfa_trans[i],
+                i % 256
+            ));
+        }
+        if let Some(t) = self
+            .dfa_start
+            .iter()
+            .position(|&s| s != 0 && !live[s as usize])
+        {
+            return bad(format!(
+                "terminal {t} starts in a state that cannot reach an accepting state"
+            ));
+        }
+        Ok(())
     }
 
     fn validate_configs(&self, terminals: usize, num_states: usize) -> Result<(), String> {
@@ -388,4 +470,79 @@ pub fn split_dfas(tables: &TablesRef<'_>, dfa_base: &[u32]) -> Result<Vec<ByteDf
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A damage to the fixture and the message it must produce.
+    type Edit = (fn(&mut ParserTables), &'static str);
+
+    /// The merged table of one terminal `ab` as the compiler writes it: 0 dead,
+    /// 1 start, 2 after `a`, 3 after `ab` (accepting, no way on).
+    fn ab() -> ParserTables {
+        let mut trans = vec![0u32; 4 * 256];
+        trans[256 + b'a' as usize] = 2;
+        trans[2 * 256 + b'b' as usize] = 3;
+        ParserTables {
+            dfa_trans: trans,
+            dfa_flags: vec![
+                0,
+                ByteDfa::LIVE,
+                ByteDfa::LIVE,
+                ByteDfa::LIVE | ByteDfa::ACCEPTING,
+            ],
+            dfa_start: vec![1],
+            ..ParserTables::default()
+        }
+    }
+
+    #[test]
+    fn liveness_flags_must_agree_with_the_transitions() {
+        ab().view().validate_liveness().unwrap();
+        let cases: [Edit; 5] = [
+            // A live state without its flag: the reference would call `a` a dead end
+            // where the GLR parser carries on.
+            (|t| t.dfa_flags[2] = 0, "state 2's live flag"),
+            // Nothing accepts any more, yet everything is flagged live.
+            (
+                |t| t.dfa_flags[3] = ByteDfa::LIVE,
+                "state 1's live flag disagrees with its transitions (it cannot",
+            ),
+            (
+                |t| t.dfa_flags[3] = ByteDfa::ACCEPTING,
+                "accepting but not live",
+            ),
+            // A transition into a state that cannot match must be 0 (an unreachable
+            // non-live state may stay in the table: the compiler leaves those).
+            (
+                |t| {
+                    t.dfa_trans.extend([0; 256]);
+                    t.dfa_flags.push(0);
+                    t.dfa_trans[3 * 256 + b'c' as usize] = 4;
+                },
+                "state 3 goes to state 4 on byte 99",
+            ),
+            (
+                |t| {
+                    t.dfa_trans.extend([0; 256]);
+                    t.dfa_flags.push(0);
+                    t.dfa_start[0] = 4;
+                },
+                "terminal 0 starts in a state",
+            ),
+        ];
+        for (edit, message) in cases {
+            let mut t = ab();
+            edit(&mut t);
+            let e = t.view().validate_liveness().unwrap_err();
+            assert!(e.contains(message), "{message:?} not in {e:?}");
+        }
+        // An unreachable state that cannot match, correctly flagged, is fine.
+        let mut t = ab();
+        t.dfa_trans.extend([0; 256]);
+        t.dfa_flags.push(0);
+        t.view().validate_liveness().unwrap();
+    }
 }

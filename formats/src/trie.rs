@@ -41,7 +41,7 @@ impl TokenTrie {
     #[inline]
     pub fn tokens_at(&self, i: usize) -> &[u32] {
         let n = &self.nodes[i];
-        &self.token_ids[n.first_token as usize..(n.first_token + n.num_tokens) as usize]
+        &self.token_ids[n.first_token as usize..n.first_token as usize + n.num_tokens as usize]
     }
 
     /// Index of the first node after the subtree of node `i`.
@@ -75,7 +75,7 @@ impl<'a> TrieRef<'a> {
     #[inline]
     pub fn tokens_at(&self, i: usize) -> &'a [u32] {
         let n = &self.nodes[i];
-        &self.token_ids[n.first_token as usize..(n.first_token + n.num_tokens) as usize]
+        &self.token_ids[n.first_token as usize..n.first_token as usize + n.num_tokens as usize]
     }
 
     /// Index of the first node after the subtree of node `i`.
@@ -86,12 +86,21 @@ impl<'a> TrieRef<'a> {
 
     /// Checks the DFS structure (root at depth 0, every child one deeper than its
     /// parent, subtrees nested, token ranges and ids in bounds), so a walk over a
-    /// trie read from a file can neither index out of bounds nor loop.
+    /// trie read from a file can neither index out of bounds nor loop. The token
+    /// ranges of the nodes that have tokens must follow each other in node order and
+    /// cover `token_ids` exactly (as the builder writes them), so that `token_ids` is
+    /// the list of what the walk reports, each entry once; the root has none (it
+    /// spells the empty string).
     pub fn validate(&self, vocab_len: usize) -> Result<(), String> {
         let n = self.nodes.len();
         if n == 0 || self.nodes[0].depth != 0 || self.nodes[0].subtree_size as usize != n {
             return Err("trie: bad root".into());
         }
+        if self.nodes[0].num_tokens != 0 {
+            return Err("trie: tokens at the root (the empty string)".into());
+        }
+        // Where the next node with tokens must start its range.
+        let mut cursor = 0usize;
         // Stack of (depth, subtree end) of the open ancestors.
         let mut open: Vec<(u32, usize)> = vec![(0, n)];
         for (i, node) in self.nodes.iter().enumerate() {
@@ -105,6 +114,14 @@ impl<'a> TrieRef<'a> {
             if range_end > self.token_ids.len() {
                 return Err(format!("trie: node {i} token range out of bounds"));
             }
+            if node.num_tokens != 0 {
+                if node.first_token as usize != cursor {
+                    return Err(format!(
+                        "trie: node {i}'s tokens do not follow the previous node's"
+                    ));
+                }
+                cursor = range_end;
+            }
             if i > 0 {
                 while open.last().is_some_and(|&(_, e)| i >= e) {
                     open.pop();
@@ -117,9 +134,135 @@ impl<'a> TrieRef<'a> {
                 open.push((node.depth, end));
             }
         }
+        if cursor != self.token_ids.len() {
+            return Err("trie: the nodes' token ranges do not cover the token ids".into());
+        }
         if self.token_ids.iter().any(|&t| t as usize >= vocab_len) {
             return Err("trie: token id out of range".into());
         }
         Ok(())
+    }
+
+    /// Checks the trie's tokens against its vocabulary, after [`TrieRef::validate`]:
+    /// every listed token is an ordinary token, none is listed twice, and every
+    /// ordinary token is listed. Then a mask walk over the trie offers the tokens
+    /// `commit` accepts and no others. `vocab` must be validated.
+    ///
+    /// Whether each token sits at the node whose byte path spells its bytes is not
+    /// checked here: see `formats/ARTIFACT.md` (it would more than double the load
+    /// time of a 200k-token artifact).
+    pub fn validate_tokens(&self, vocab: &crate::VocabRef<'_>) -> Result<(), String> {
+        let n = vocab.len();
+        let mut seen = vec![0u64; n.div_ceil(64)];
+        // `validate` made `token_ids` exactly the listed tokens, in node order.
+        for &id in self.token_ids {
+            if !vocab.is_normal(id) {
+                return Err(format!("trie: token {id} is not an ordinary token"));
+            }
+            let (w, b) = (id as usize / 64, 1u64 << (id % 64));
+            if seen[w] & b != 0 {
+                return Err(format!("trie: token {id} is listed twice"));
+            }
+            seen[w] |= b;
+        }
+        let normal = (0..n as u32).filter(|&id| vocab.is_normal(id)).count();
+        if self.token_ids.len() != normal {
+            return Err(format!(
+                "trie: lists {} tokens, but the vocabulary has {normal} ordinary tokens",
+                self.token_ids.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A damage to the fixture and the message it must produce.
+    type Edit = (fn(&mut TokenTrie), &'static str);
+    use crate::{TokenKind, Vocabulary};
+
+    fn node(
+        byte: u8,
+        depth: u32,
+        subtree_size: u32,
+        first_token: u32,
+        num_tokens: u32,
+    ) -> TrieNode {
+        TrieNode {
+            byte,
+            reserved: [0; 3],
+            depth,
+            subtree_size,
+            first_token,
+            num_tokens,
+        }
+    }
+
+    /// Tokens 0 = "a", 1 = "ab", 2 = "b", 3 = EOS; the trie the compiler builds.
+    fn fixture() -> (Vocabulary, TokenTrie) {
+        use TokenKind::*;
+        let v = Vocabulary::from_entries(
+            "v",
+            vec![
+                Some((b"a".to_vec(), Normal)),
+                Some((b"ab".to_vec(), Normal)),
+                Some((b"b".to_vec(), Normal)),
+                Some((b"<eos>".to_vec(), Special)),
+            ],
+            3,
+        );
+        let t = TokenTrie {
+            nodes: vec![
+                node(0, 0, 4, 0, 0),
+                node(b'a', 1, 2, 0, 1),
+                node(b'b', 2, 1, 1, 1),
+                node(b'b', 1, 1, 2, 1),
+            ],
+            token_ids: vec![0, 1, 2],
+        };
+        (v, t)
+    }
+
+    fn check(v: &Vocabulary, t: &TokenTrie) -> Result<(), String> {
+        t.view().validate(v.len())?;
+        t.view().validate_tokens(&v.view())
+    }
+
+    #[test]
+    fn trie_tokens_must_be_the_ordinary_tokens_once() {
+        let (v, good) = fixture();
+        check(&v, &good).unwrap();
+        let cases: [Edit; 5] = [
+            (|t| t.token_ids[2] = 3, "token 3 is not an ordinary token"),
+            (|t| t.token_ids[2] = 0, "token 0 is listed twice"),
+            (
+                |t| {
+                    t.nodes[3].num_tokens = 0;
+                    t.token_ids.pop();
+                },
+                "lists 2 tokens, but the vocabulary has 3",
+            ),
+            (
+                |t| {
+                    t.nodes[0].num_tokens = 1;
+                },
+                "tokens at the root",
+            ),
+            (
+                |t| {
+                    t.nodes[2].first_token = 0;
+                },
+                "node 2's tokens do not follow",
+            ),
+        ];
+        for (edit, message) in cases {
+            let mut t = good.clone();
+            edit(&mut t);
+            let e = check(&v, &t).unwrap_err();
+            assert!(e.contains(message), "{message:?} not in {e:?}");
+        }
     }
 }

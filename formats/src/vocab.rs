@@ -30,12 +30,20 @@ pub struct Vocabulary {
 
 impl Vocabulary {
     /// Builds a vocabulary from per-id entries (`None` = unused id).
+    ///
+    /// A `Normal` entry with no bytes becomes `Unused`: it stands for no text, so no
+    /// mask can contain it (a mask holds tokens `v` with `w·bytes(v)·u` a sentence,
+    /// DESIGN.md §1, and the empty string adds nothing to `w`), and committing it would
+    /// be a step that the masks never offered. Classifying it here keeps `commit`,
+    /// `fill_mask` and the token trie (which holds only non-empty tokens) consistent for
+    /// every tokenizer.
     pub fn from_entries(name: &str, entries: Vec<Option<(Vec<u8>, TokenKind)>>, eos: u32) -> Self {
         let mut bytes = Vec::new();
         let mut offsets = vec![0u32];
         let mut kinds = Vec::with_capacity(entries.len());
         for e in entries {
             match e {
+                Some((b, TokenKind::Normal)) if b.is_empty() => kinds.push(TokenKind::Unused),
                 Some((b, k)) => {
                     bytes.extend_from_slice(&b);
                     kinds.push(k);
@@ -152,7 +160,8 @@ impl<'a> VocabRef<'a> {
         &self.bytes[self.offsets[id as usize] as usize..self.offsets[id as usize + 1] as usize]
     }
 
-    /// Whether token `id` is an ordinary token.
+    /// Whether token `id` is an ordinary token (validated vocabularies give every
+    /// ordinary token at least one byte).
     pub fn is_normal(&self, id: u32) -> bool {
         match self.kinds {
             KindsRef::Owned(k) => k[id as usize] == TokenKind::Normal,
@@ -181,6 +190,57 @@ impl<'a> VocabRef<'a> {
         if kinds_len != n || self.eos as usize >= n {
             return Err("vocabulary: kinds or EOS out of range".into());
         }
+        // An empty ordinary token would be committable but never in a mask (see
+        // `Vocabulary::from_entries`, which classifies such tokens as unused).
+        if let Some(id) =
+            (0..n as u32).find(|&id| self.is_normal(id) && self.token_bytes(id).is_empty())
+        {
+            return Err(format!(
+                "vocabulary: ordinary token {id} has no bytes (it must be unused)"
+            ));
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_ordinary_tokens_are_unused() {
+        use TokenKind::*;
+        let v = Vocabulary::from_entries(
+            "v",
+            vec![
+                Some((b"a".to_vec(), Normal)),
+                Some((Vec::new(), Normal)),
+                Some((Vec::new(), Special)),
+                Some((b"<eos>".to_vec(), Special)),
+            ],
+            3,
+        );
+        assert_eq!(v.kinds, [Normal, Unused, Special, Special]);
+        assert!(v.token_bytes(1).is_empty());
+        v.view().validate().unwrap();
+    }
+
+    #[test]
+    fn validation_refuses_an_empty_ordinary_token() {
+        let v = Vocabulary {
+            name: "v".into(),
+            bytes: b"a".to_vec(),
+            offsets: vec![0, 1, 1],
+            kinds: vec![TokenKind::Normal, TokenKind::Normal],
+            eos: 0,
+        };
+        let e = v.view().validate().unwrap_err();
+        assert!(e.contains("ordinary token 1 has no bytes"), "{e}");
+        let codes = [crate::layout::kind_code::NORMAL; 2];
+        let r = VocabRef {
+            kinds: KindsRef::Codes(&codes),
+            ..v.view()
+        };
+        assert!(r.validate().is_err());
     }
 }

@@ -4,14 +4,17 @@
 //! the container (every checksum), decodes the metadata, and validates every array
 //! the runtime will index — DFA targets, LR actions and gotos, vocabulary offsets,
 //! the trie's DFS structure — so that afterwards no index derived from the file can
-//! be out of bounds. A truncated, corrupted or mismatched file is an
-//! [`EngineError`], never a panic.
+//! be out of bounds. Cheap semantic checks go with it, where a wrong value would make
+//! the parser wrong or slow rather than crash it: DFA liveness flags against the
+//! transitions, rule lengths and left-hand sides against the grammar in the metadata,
+//! the trie's tokens against the vocabulary's ordinary tokens. A truncated, corrupted
+//! or mismatched file is an [`EngineError`], never a panic.
 
 use crate::reference::ReferenceEngine;
 use bytemuck::Pod;
 use stackmask_formats::artifact::{AlignedBytes, Artifact, ArtifactError, SectionKind};
 use stackmask_formats::layout::{self, ArtifactMeta};
-use stackmask_formats::lr::LrSlices;
+use stackmask_formats::lr::{validate_lr_grammar, LrSlices};
 use stackmask_formats::parser::split_dfas;
 use stackmask_formats::{
     KindsRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef, Vocabulary,
@@ -234,17 +237,15 @@ impl Engine {
                 "vocabulary size disagrees with the metadata".into(),
             ));
         }
-        TrieRef {
+        let trie = TrieRef {
             nodes: trie_nodes,
             token_ids: trie_tokens,
-        }
-        .validate(vocab.len())
-        .map_err(invalid)?;
-        if meta.grammar.terminals.len() + 1 != meta.num_terminals as usize {
-            return Err(invalid(
-                "grammar terminal count disagrees with the tables".into(),
-            ));
-        }
+        };
+        trie.validate(vocab.len()).map_err(invalid)?;
+        trie.validate_tokens(&vocab).map_err(invalid)?;
+        // The rule tables against the grammar in the metadata: a reduction pops
+        // `rule_len[r]` stack levels, so each length must be its rule's.
+        validate_lr_grammar(tables.lr, &meta.grammar).map_err(invalid)?;
         let (grammar_hash, vocab_hash) = (artifact.grammar_hash(), artifact.vocab_hash());
         let ranges = Ranges {
             dfa_trans: r_dfa_trans,

@@ -10,7 +10,9 @@ pub enum MatchError {
     /// A token id outside the vocabulary.
     #[error("token {0} is not in the vocabulary")]
     UnknownToken(u32),
-    /// A special token other than EOS, or an unused id.
+    /// A special token other than EOS, an unused id, or a token with no bytes (no mask
+    /// ever contains one: it would add no text; vocabularies classify such tokens as
+    /// unused, see `Vocabulary::from_entries`).
     #[error("token {0} is a special or unused token")]
     SpecialToken(u32),
     /// The token's bytes leave no valid completion.
@@ -79,7 +81,9 @@ impl Session {
             self.commit_ends.push(rec.bytes_consumed());
             return Ok(());
         }
-        if !vocab.is_normal(token) {
+        // An empty token is refused even if marked ordinary (a vocabulary assembled by
+        // hand): masks never contain it, and commit must not accept what masks refuse.
+        if !vocab.is_normal(token) || vocab.token_bytes(token).is_empty() {
             return Err(MatchError::SpecialToken(token));
         }
         if !rec.push_bytes(vocab.token_bytes(token)) {
@@ -123,5 +127,54 @@ impl Session {
         rec.pop_bytes(rec.bytes_consumed() - target);
         self.finished = false;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackmask_formats::{KindsRef, TokenKind};
+
+    /// Accepts every byte: only the session's own checks can refuse a commit.
+    #[derive(Default)]
+    struct Anything(usize);
+
+    impl ByteRecognizer for Anything {
+        fn push_byte(&mut self, _: u8) -> bool {
+            self.0 += 1;
+            true
+        }
+        fn pop_bytes(&mut self, n: usize) {
+            self.0 -= n;
+        }
+        fn bytes_consumed(&self) -> usize {
+            self.0
+        }
+        fn is_accepting(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn an_empty_token_is_refused_even_if_marked_ordinary() {
+        // Token 1 has no bytes but claims to be ordinary (a vocabulary assembled by
+        // hand; `Vocabulary::from_entries` and artifact loading never produce one).
+        // No mask contains it, so commit must refuse it too.
+        let kinds = [TokenKind::Normal, TokenKind::Normal, TokenKind::Special];
+        let vocab = VocabRef {
+            bytes: b"a",
+            offsets: &[0, 1, 1, 1],
+            kinds: KindsRef::Owned(&kinds),
+            eos: 2,
+        };
+        let (mut session, mut rec) = (Session::default(), Anything::default());
+        assert_eq!(
+            session.commit(&mut rec, vocab, 1),
+            Err(MatchError::SpecialToken(1))
+        );
+        assert_eq!(rec.bytes_consumed(), 0);
+        session.commit(&mut rec, vocab, 0).unwrap();
+        session.commit(&mut rec, vocab, 2).unwrap();
+        assert!(session.finished());
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use common::workspace;
 use stackmask_compiler::lexer_configs::build_lexer_configs;
-use stackmask_compiler::lr::{build_lr, LrError};
+use stackmask_compiler::lr::{self, build_lr, LrError};
 use stackmask_compiler::pipeline::{self, CompileError};
 use stackmask_formats::Action;
 use stackmask_runtime::{Engine, Matcher};
@@ -63,6 +63,29 @@ fn lr_state_limit_is_a_named_error() {
         pipeline::compile_parser(&c, 50),
         Err(CompileError::Lr(_))
     ));
+}
+
+#[test]
+fn lr_state_limits_beyond_the_action_encoding_are_refused() {
+    // Shift actions keep the target state in 30 bits: a limit above that could let
+    // the builder write codes that lose their top bits, so it is refused up front.
+    let json = lexed("json.lark");
+    let over = lr::MAX_ENCODABLE_STATES + 1;
+    let err = build_lr(&json.grammar, over).unwrap_err();
+    assert_eq!(
+        err,
+        LrError::EncodingLimit {
+            what: "max_lr_states",
+            value: over as u64,
+            limit: 1 << 30,
+        }
+    );
+    assert!(err.to_string().contains("max_lr_states"), "{err}");
+    assert!(matches!(
+        pipeline::compile_parser(&json, over),
+        Err(CompileError::Lr(_))
+    ));
+    assert!(build_lr(&json.grammar, lr::MAX_ENCODABLE_STATES).is_ok());
 }
 
 #[test]

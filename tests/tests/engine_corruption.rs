@@ -509,6 +509,32 @@ fn crafted_cases() -> Vec<Case> {
                 r.pop();
             })
         }),
+        // One rule's length or left-hand side off, everything else intact: in range,
+        // so only the cross-check with the grammar in the metadata can see it.
+        case("one rule one symbol longer", Invalid, |p| {
+            p.edit_u32s(RULE_LEN, |r| r[0] += 1)
+        }),
+        case("one rule one symbol shorter", Invalid, |p| {
+            p.edit_u32s(RULE_LEN, |r| {
+                let i = find(r, |l| l > 0);
+                r[i] -= 1;
+            })
+        }),
+        case("the augmented rule of length 2", Invalid, |p| {
+            p.edit_u32s(RULE_LEN, |r| *r.last_mut().unwrap() = 2)
+        }),
+        case("two rules' left-hand sides swapped", Invalid, |p| {
+            p.edit_u32s(RULE_LHS, |r| {
+                let first = r[0];
+                let i = find(r, |a| a != first);
+                r.swap(0, i);
+            })
+        }),
+        case("META: grammar has one rule fewer", Invalid, |p| {
+            p.edit_meta(|m| {
+                m.grammar.rules.pop();
+            })
+        }),
         // Lexer DFAs.
         case("DFA transition out of range", Invalid, move |p| {
             let n = dfa_states(p);
@@ -529,6 +555,27 @@ fn crafted_cases() -> Vec<Case> {
         case("DFA dead state 0 is accepting", Invalid, |p| {
             p.section_mut(DFA_FLAGS).bytes[0] = 1;
         }),
+        // Liveness: "transition != 0" must mean "can still reach an accepting state".
+        case("DFA live flag cleared on a live state", Invalid, |p| {
+            let f = &mut p.section_mut(DFA_FLAGS).bytes;
+            let s = f
+                .iter()
+                .position(|&x| x == 2)
+                .expect("a live, non-accepting state");
+            f[s] = 0;
+        }),
+        case(
+            "DFA final state made non-accepting (live, but cannot accept)",
+            Invalid,
+            |p| {
+                let t = p.u32s(DFA_TRANS);
+                let f = &mut p.section_mut(DFA_FLAGS).bytes;
+                let s = (1..f.len())
+                    .find(|&s| f[s] == 3 && t[s * 256..(s + 1) * 256].iter().all(|&x| x == 0))
+                    .expect("an accepting state with no way on");
+                f[s] = 2;
+            },
+        ),
         case("DFA start state out of range", Invalid, move |p| {
             let n = dfa_states(p);
             p.edit_u32s(DFA_START, |s| s[0] = n)
@@ -719,6 +766,34 @@ fn crafted_cases() -> Vec<Case> {
             let n = meta(p).vocab_len;
             p.edit_u32s(TRIE_TOKENS, |t| t[0] = n)
         }),
+        // The trie against the vocabulary: every ordinary token once, nothing else.
+        case("trie token listed twice", Invalid, |p| {
+            p.edit_u32s(TRIE_TOKENS, |t| t[1] = t[0])
+        }),
+        case(
+            "trie token range starts past the previous node's",
+            Invalid,
+            |p| {
+                let b = &mut p.section_mut(TRIE_NODES).bytes;
+                let i = (1..b.len() / TRIE_NODE_SIZE)
+                    .find(|&i| get_u32(b, i * TRIE_NODE_SIZE + TRIE_NUM) > 0)
+                    .expect("a node with tokens");
+                put_u32(b, i * TRIE_NODE_SIZE + TRIE_FIRST, 1);
+            },
+        ),
+        case("trie root lists a token", Invalid, |p| {
+            let b = &mut p.section_mut(TRIE_NODES).bytes;
+            put_u32(b, TRIE_FIRST, 0);
+            put_u32(b, TRIE_NUM, 1);
+        }),
+        case("trie node lists one token fewer", Invalid, |p| {
+            let b = &mut p.section_mut(TRIE_NODES).bytes;
+            let i = (1..b.len() / TRIE_NODE_SIZE)
+                .find(|&i| get_u32(b, i * TRIE_NODE_SIZE + TRIE_NUM) > 0)
+                .expect("a node with tokens");
+            let n = get_u32(b, i * TRIE_NODE_SIZE + TRIE_NUM);
+            put_u32(b, i * TRIE_NODE_SIZE + TRIE_NUM, n - 1);
+        }),
         case(
             "trie nodes not a whole number of records",
             Container(|e| matches!(e, ArtifactError::PodLength { .. })),
@@ -748,6 +823,10 @@ fn crafted_cases() -> Vec<Case> {
         }),
         case("one token kind too few", Invalid, |p| {
             p.section_mut(VOCAB_KINDS).bytes.pop();
+        }),
+        case("an ordinary token with no bytes", Invalid, |p| {
+            // Token 0's bytes move to token 1: offsets stay monotone and covering.
+            p.edit_u32s(VOCAB_OFFSETS, |o| o[1] = o[0])
         }),
         // Metadata.
         case(
@@ -860,10 +939,10 @@ fn crafted_cases() -> Vec<Case> {
                 *x = 0xff;
             }
         }),
-        case("rule length u32::MAX", ErrOrHarmless, |p| {
+        case("rule length u32::MAX", Invalid, |p| {
             p.edit_u32s(RULE_LEN, |r| r.iter_mut().for_each(|x| *x = u32::MAX))
         }),
-        case("every rule of length 0", ErrOrHarmless, |p| {
+        case("every rule of length 0", Invalid, |p| {
             p.edit_u32s(RULE_LEN, |r| r.iter_mut().for_each(|x| *x = 0))
         }),
         case("every goto to the start state", ErrOrHarmless, move |p| {
@@ -878,10 +957,16 @@ fn crafted_cases() -> Vec<Case> {
             ErrOrHarmless,
             |p| {
                 p.edit_meta(|m| {
+                    // Replaced, not appended, so the rule keeps the length the LR
+                    // tables give it and the damage reaches the reference path.
                     let n = m.grammar.nonterminals.len() as u32;
-                    m.grammar.rules[0]
-                        .rhs
-                        .push(stackmask_formats::Symbol::Nonterminal(n + 3));
+                    let r = m
+                        .grammar
+                        .rules
+                        .iter_mut()
+                        .find(|r| !r.rhs.is_empty())
+                        .unwrap();
+                    r.rhs[0] = stackmask_formats::Symbol::Nonterminal(n + 3);
                 })
             },
         ),
@@ -891,9 +976,13 @@ fn crafted_cases() -> Vec<Case> {
             |p| {
                 p.edit_meta(|m| {
                     let n = m.grammar.terminals.len() as u32;
-                    m.grammar.rules[0]
-                        .rhs
-                        .push(stackmask_formats::Symbol::Terminal(n + 3));
+                    let r = m
+                        .grammar
+                        .rules
+                        .iter_mut()
+                        .find(|r| !r.rhs.is_empty())
+                        .unwrap();
+                    r.rhs[0] = stackmask_formats::Symbol::Terminal(n + 3);
                 })
             },
         ),
@@ -905,11 +994,11 @@ fn crafted_cases() -> Vec<Case> {
             ErrOrHarmless,
             |p| p.edit_meta(|m| m.grammar.ignore.push(m.grammar.terminals.len() as u32 + 1)),
         ),
-        case("trie token is EOS", ErrOrHarmless, move |p| {
+        case("trie token is EOS", Invalid, move |p| {
             let eos = meta(p).eos;
             p.edit_u32s(TRIE_TOKENS, |t| t[0] = eos)
         }),
-        case("every token special", ErrOrHarmless, |p| {
+        case("every token special", Invalid, |p| {
             p.section_mut(VOCAB_KINDS)
                 .bytes
                 .iter_mut()
@@ -933,6 +1022,14 @@ fn crafted_cases() -> Vec<Case> {
         case("ignore lexemes start everywhere", ErrOrHarmless, |p| {
             let c = p.u32s(CLASS_START);
             p.edit_u32s(IGNORE_START, |i| i.copy_from_slice(&c[..256]))
+        }),
+        // Trie paths are not checked against the token bytes at load (ARTIFACT.md
+        // says why): a wrong mask, never a panic.
+        case("trie node byte changed", ErrOrHarmless, |p| {
+            p.section_mut(TRIE_NODES).bytes[TRIE_NODE_SIZE] ^= 0x40;
+        }),
+        case("trie tokens of two nodes swapped", ErrOrHarmless, |p| {
+            p.edit_u32s(TRIE_TOKENS, |t| t.swap(0, 1))
         }),
         case("allow_initial_skip flipped", ErrOrHarmless, |p| {
             p.edit_meta(|m| m.allow_initial_skip = !m.allow_initial_skip)

@@ -26,6 +26,35 @@ pub enum LrError {
         /// The limit.
         limit: usize,
     },
+    /// A count exceeds what the table encoding can hold: action codes keep states and
+    /// rules in 30 bits, and table cells are indexed by `u32`.
+    #[error(
+        "{what} is {value}, above the table encoding's limit of {limit}; simplify the grammar"
+    )]
+    EncodingLimit {
+        /// What is counted (`max_lr_states`, grammar rules, action table cells, …).
+        what: &'static str,
+        /// Its value.
+        value: u64,
+        /// The largest value the encoding allows.
+        limit: u64,
+    },
+}
+
+/// The largest `max_states` [`build_lr`] accepts: shift actions store the target state
+/// in 30 bits ([`Action::MAX_PAYLOAD`]).
+pub const MAX_ENCODABLE_STATES: usize = Action::MAX_PAYLOAD as usize;
+
+/// Errors unless `value <= limit`.
+fn within(what: &'static str, value: usize, limit: usize) -> Result<(), LrError> {
+    if value > limit {
+        return Err(LrError::EncodingLimit {
+            what,
+            value: value as u64,
+            limit: limit as u64,
+        });
+    }
+    Ok(())
 }
 
 /// A table cell with more than one action: a place where the GLR parser forks.
@@ -129,8 +158,19 @@ impl<'g> Augmented<'g> {
 /// An LR(1) item set: cores `(rule, dot)` with their lookahead sets, sorted by core.
 type ItemSet = Vec<(u32, u32, Bits)>;
 
-/// Builds the canonical LR(1) automaton.
+/// Builds the canonical LR(1) automaton with at most `max_states` states
+/// ([`LrError::TooManyStates`] beyond). `max_states` itself may not exceed
+/// [`MAX_ENCODABLE_STATES`], and the grammar's rules and the tables' cell counts must
+/// fit the table encoding ([`LrError::EncodingLimit`]): refused up front rather than
+/// written as action codes or indices that lose their top bits.
 pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> {
+    within("max_lr_states", max_states, MAX_ENCODABLE_STATES)?;
+    // Reduce actions name rules (the augmented rule included) in 30 bits too.
+    within(
+        "the number of grammar rules",
+        g.rules.len() + 1,
+        Action::MAX_PAYLOAD as usize,
+    )?;
     let aug = Augmented::new(g);
     let num_terminals = aug.eof as usize + 1;
     let num_nonterminals = g.nonterminals.len() + 1;
@@ -179,8 +219,19 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
         s += 1;
     }
 
-    // Tables.
+    // Tables. The runtime indexes cells as `state * columns + column` in u32.
     let n = kernels.len();
+    let u32_cells = u32::MAX as usize;
+    within(
+        "the action table's cell count",
+        n * num_terminals,
+        u32_cells,
+    )?;
+    within(
+        "the goto table's cell count",
+        n * num_nonterminals,
+        u32_cells,
+    )?;
     let mut cells: Vec<Vec<Action>> = vec![Vec::new(); n * num_terminals];
     let mut goto = vec![LrTables::NO_GOTO; n * num_nonterminals];
     for st in 0..n {
@@ -237,6 +288,7 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
             });
         }
     }
+    within("the number of LR actions", actions.len(), u32_cells)?;
     let tables = LrTables {
         num_states: n as u32,
         num_terminals: num_terminals as u32,
