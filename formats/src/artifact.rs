@@ -27,8 +27,9 @@
 //! - **Hashes of the grammar source and of the vocabulary in the header,** so a serving
 //!   process can refuse an artifact built for another tokenizer
 //!   ([`Artifact::expect_hashes`]). Compute them with [`content_hash`].
-//! - **Metadata in bincode** (`bincode::config::standard()`, decoded with a size limit so
-//!   a corrupt length cannot allocate gigabytes), **large arrays as raw `Pod` slices.**
+//! - **Metadata in bincode** (`bincode::config::standard()`, decoded with a size limit
+//!   bounded by the section's length, so a corrupt length prefix cannot allocate more
+//!   than a small multiple of the file), **large arrays as raw `Pod` slices.**
 
 use std::fmt;
 use std::fs;
@@ -66,11 +67,24 @@ pub const SECTION_ALIGN: usize = 64;
 /// The largest element alignment a section may declare (it must also be a power of two).
 pub const MAX_ELEMENT_ALIGN: u32 = 64;
 
-/// Default bincode size limit for [`Artifact::bincode`]: decoding a section may claim at
-/// most this many bytes of decoded data (256 MiB), so a corrupt length prefix is an
-/// error instead of a multi-gigabyte allocation. Arrays that large belong in
-/// [`Artifact::pod`] sections anyway; [`Artifact::bincode_with_limit`] overrides it.
+/// Largest bincode size limit [`Artifact::bincode`] uses: decoding a section may claim
+/// at most this many bytes of decoded data (256 MiB), however long the section. Arrays
+/// that large belong in [`Artifact::pod`] sections anyway;
+/// [`Artifact::bincode_with_limit`] sets any limit.
 pub const BINCODE_LIMIT: usize = 256 << 20;
+
+/// Decoded bytes a well-formed bincode payload claims per payload byte, at most.
+///
+/// bincode's limit counts what decoding *claims*, before it allocates: every integer
+/// claims its in-memory size (8 for a `u64` or a length prefix, whose varint encoding
+/// is at least 1 byte), and a string or byte vector claims its length, which its bytes
+/// occupy in the payload. So a payload of `n` bytes claims at most `8 n` unless a
+/// length prefix lies; [`Artifact::bincode`] caps the limit near that, and a 12-byte
+/// section claiming a 200 MB string fails before anything is allocated.
+pub const BINCODE_EXPANSION: usize = 8;
+
+/// The smallest limit [`Artifact::bincode`] uses, so that tiny sections need no care.
+const BINCODE_MIN_LIMIT: usize = 1 << 12;
 
 // Header field offsets (format version 1). See ARTIFACT.md.
 const OFF_VERSION: usize = 8;
@@ -890,9 +904,29 @@ impl<'a> Artifact<'a> {
     }
 
     /// Decodes a bincode section (`bincode::config::standard()`, as
-    /// [`ArtifactWriter::add_bincode`] writes it) with the [`BINCODE_LIMIT`] size limit.
-    /// A decode error, a hit limit, or trailing bytes are errors.
+    /// [`ArtifactWriter::add_bincode`] writes it) with a size limit bounded by the
+    /// section's length: at least [`BINCODE_EXPANSION`] times the length (4 KiB at
+    /// least), at most 4 times that, and never above [`BINCODE_LIMIT`]. A corrupt
+    /// length prefix in a small section is therefore an error, not an allocation of
+    /// hundreds of megabytes. A decode error, a hit limit, or trailing bytes are errors.
     pub fn bincode<T: DeserializeOwned>(&self, kind: SectionKind) -> Result<T, ArtifactError> {
+        let needed = self
+            .section(kind)?
+            .len()
+            .saturating_mul(BINCODE_EXPANSION)
+            .max(BINCODE_MIN_LIMIT);
+        // bincode takes the limit as a const generic, so the smallest of a few fixed
+        // limits (each 4 times the previous) that covers `needed` is used.
+        macro_rules! smallest_covering {
+            ($($shift:literal)*) => {
+                $(
+                    if needed <= 1 << $shift {
+                        return self.bincode_with_limit::<T, { 1 << $shift }>(kind);
+                    }
+                )*
+            };
+        }
+        smallest_covering!(12 14 16 18 20 22 24 26);
         self.bincode_with_limit::<T, BINCODE_LIMIT>(kind)
     }
 

@@ -830,6 +830,40 @@ fn bincode_accessor_errors() {
 }
 
 #[test]
+fn bincode_limit_follows_the_section_length() {
+    // 8 bytes whose varint length prefix claims a 200 MiB string: under the 256 MiB
+    // cap, so only a limit tied to the section's length refuses it before allocating.
+    let mut lying = vec![252u8];
+    lying.extend_from_slice(&(200u32 << 20).to_le_bytes());
+    lying.extend_from_slice(b"abc");
+    // Well-formed payloads at the worst claimed/encoded ratio (8: an integer or a
+    // length prefix claims 8 bytes and takes 1) still decode.
+    let small_ints = vec![1u64; 100_000];
+    let empty_strings = vec![String::new(); 50_000];
+
+    let mut w = ArtifactWriter::new(0, 0);
+    w.add_section(RAW, &lying, 1).unwrap();
+    w.add_bincode(U32S, &small_ints).unwrap();
+    w.add_bincode(EDGES, &empty_strings).unwrap();
+    let bytes = w.finish();
+    let art = Artifact::parse(&bytes).unwrap();
+
+    let e = art.bincode::<String>(RAW).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ArtifactError::Decode {
+                source: DecodeError::LimitExceeded,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(art.bincode::<Vec<u64>>(U32S).unwrap(), small_ints);
+    assert_eq!(art.bincode::<Vec<String>>(EDGES).unwrap(), empty_strings);
+}
+
+#[test]
 fn writer_rejects_bad_sections() {
     let mut w = ArtifactWriter::new(0, 0);
     w.add_section(RAW, b"a", 1).unwrap();
