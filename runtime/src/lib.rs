@@ -24,7 +24,12 @@ pub trait ByteRecognizer {
     /// Consumes one byte if the input stays a viable prefix; returns `false` (and
     /// changes nothing) otherwise.
     fn push_byte(&mut self, byte: u8) -> bool;
-    /// Undoes the last `n` consumed bytes (`n <= bytes_consumed()`).
+    /// Undoes the last `n` consumed bytes.
+    ///
+    /// # Panics
+    ///
+    /// Implementations panic if `n > bytes_consumed()` (a caller bug: nothing can be
+    /// undone below the start of input).
     fn pop_bytes(&mut self, n: usize);
     /// Number of bytes consumed so far.
     fn bytes_consumed(&self) -> usize;

@@ -269,3 +269,31 @@ fn reductions_on_a_highly_ambiguous_stack_stay_polynomial() {
     assert_eq!(n, N);
     assert!(accepting);
 }
+
+/// `pop_bytes` past the start of input is a caller bug: it panics with a message
+/// naming both counts (documented under `# Panics`), not with an arithmetic underflow.
+#[test]
+fn popping_more_bytes_than_consumed_panics_with_a_message() {
+    let lexed = pipeline::lex_grammar_source("start: \"a\"\n", "a.lark").unwrap();
+    let compiled = pipeline::compile_parser(&lexed, 100).unwrap();
+    let tables = compiled.tables.view();
+    let mut state = GlrState::new(&tables);
+    assert!(state.push_byte(&tables, b'a'));
+    assert!(state.is_accepting(&tables));
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.pop_bytes(2)))
+        .expect_err("popping 2 of 1 bytes panics");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert_eq!(message, "pop_bytes(2) with only 1 bytes consumed");
+    // The reference recognizer keeps the same contract.
+    let vocab = tiny_vocab();
+    let trie = stackmask_compiler::vocab::build_trie(&vocab);
+    let engine = ReferenceEngine::new(&lexed.grammar, lexed.dfas.clone(), vocab, trie).unwrap();
+    let mut reference = engine.recognizer();
+    assert!(reference.push_byte(b'a'));
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reference.pop_bytes(2)))
+        .expect_err("popping 2 of 1 bytes panics");
+    assert_eq!(
+        panic.downcast_ref::<String>().map(String::as_str),
+        Some("pop_bytes(2) with only 1 bytes consumed")
+    );
+}

@@ -49,6 +49,11 @@ struct Mark {
 
 /// The parser state. Methods take the tables explicitly so that the state can live
 /// beside an `Arc` of the engine that owns (or maps) them.
+///
+/// Every method that takes `tables` must be given the tables the state was created
+/// with ([`GlrState::new`]): the state holds LR state ids, DFA states and lexer
+/// configuration ids of those tables, and other tables (even valid ones) would read
+/// them as something else — wrong answers, or an out-of-bounds panic.
 #[derive(Clone, Debug)]
 pub struct GlrState {
     gss: Gss,
@@ -72,7 +77,8 @@ pub struct GlrState {
 }
 
 impl GlrState {
-    /// The state at the start of input.
+    /// The state at the start of input, for `tables` (validated: see
+    /// [`TablesRef::validate`]); every later call takes the same tables.
     pub fn new(tables: &TablesRef<'_>) -> Self {
         let mut s = GlrState {
             gss: Gss::default(),
@@ -92,7 +98,8 @@ impl GlrState {
         s
     }
 
-    /// Back to the start of input, keeping every buffer's capacity.
+    /// Back to the start of input, keeping every buffer's capacity. `tables` are the
+    /// ones the state was created with.
     pub fn reset(&mut self, tables: &TablesRef<'_>) {
         self.gss.clear();
         self.gss.nodes.push(gss::Node {
@@ -123,7 +130,7 @@ impl GlrState {
     }
 
     /// Consumes one byte if the input stays a viable prefix; otherwise returns
-    /// `false` and changes nothing.
+    /// `false` and changes nothing. `tables` are the ones the state was created with.
     pub fn push_byte(&mut self, tables: &TablesRef<'_>, b: u8) -> bool {
         let p = self.marks.len();
         let mark = Mark {
@@ -253,7 +260,18 @@ impl GlrState {
     }
 
     /// Undoes the last `n` bytes.
+    ///
+    /// # Panics
+    ///
+    /// If `n > self.bytes_consumed()`: there is nothing to undo below the start of
+    /// input, and a caller asking for it has lost track of its own commits (the
+    /// matchers check their rollback counts before calling this).
     pub fn pop_bytes(&mut self, n: usize) {
+        assert!(
+            n <= self.marks.len(),
+            "pop_bytes({n}) with only {} bytes consumed",
+            self.marks.len()
+        );
         if n == 0 {
             return;
         }
@@ -267,7 +285,8 @@ impl GlrState {
         self.marks.truncate(m);
     }
 
-    /// Whether the bytes consumed so far form a sentence.
+    /// Whether the bytes consumed so far form a sentence. `tables` are the ones the
+    /// state was created with.
     pub fn is_accepting(&self, tables: &TablesRef<'_>) -> bool {
         let p = self.marks.len();
         let eof = tables.lr.num_terminals - 1;
@@ -306,7 +325,7 @@ impl GlrState {
 
 /// A [`GlrState`] bound to its tables: the [`crate::ByteRecognizer`] view.
 pub struct GlrRecognizer<'a, 's> {
-    /// The tables.
+    /// The tables the state was created with.
     pub tables: TablesRef<'a>,
     /// The state.
     pub state: &'s mut GlrState,

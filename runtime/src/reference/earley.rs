@@ -495,6 +495,12 @@ impl crate::ByteRecognizer for EarleyRecognizer {
     }
 
     fn pop_bytes(&mut self, n: usize) {
+        // The trait's documented panic, with a message instead of an underflow.
+        assert!(
+            n <= self.sets.len(),
+            "pop_bytes({n}) with only {} bytes consumed",
+            self.sets.len()
+        );
         let m = self.sets.len() - n;
         if n == 0 {
             return;
