@@ -19,23 +19,37 @@
 //! that fails gets an error naming the two terminals.
 
 use crate::analysis::{members, terminal_follow, FirstSets};
-use stackmask_formats::{ByteDfa, Grammar, Symbol};
+use stackmask_formats::{ByteDfa, Grammar, Location, Symbol};
 
-/// Where a grammar may dead-end under greedy lexing.
+/// Where a grammar may dead-end under greedy lexing. The message starts with
+/// `file:line:col` of `after`'s definition and names where `before` is defined.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{source_name}: after terminal {after}, greedy lexing may block {before} (input {example:?} cannot be ended so that {before} can start); \
-     the compiled path needs grammars without such dead ends (the reference path handles them): make {after} lazy or separate the two"
+    "{}: after terminal {after}, greedy lexing may block {before} (defined at {}; input {example:?} cannot be ended so that {before} can start); \
+     the compiled path needs grammars without such dead ends (the reference path handles them): make {after} lazy or separate the two",
+    at(.source_name, .after_at), at(.source_name, .before_at)
 )]
 pub struct DeadEndError {
     /// Grammar source name.
     pub source_name: String,
     /// The terminal whose lexeme cannot end well.
     pub after: String,
+    /// Where `after` is defined (first use, for anonymous literals), if known.
+    pub after_at: Option<Location>,
     /// A terminal that may follow it and may be blocked.
     pub before: String,
+    /// Where `before` is defined, if known.
+    pub before_at: Option<Location>,
     /// Bytes that bring `after`'s DFA to a state with the problem.
     pub example: String,
+}
+
+/// `file:line:col`, or `file` alone when the location is unknown.
+fn at(source_name: &str, location: &Option<Location>) -> String {
+    match location {
+        Some(l) => format!("{source_name}:{}:{}", l.line, l.col),
+        None => source_name.to_string(),
+    }
 }
 
 type ByteSet = [bool; 256];
@@ -149,37 +163,43 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         let d = &dfas[t];
         let lazy = g.terminals[t].lazy;
         let states = d.num_states();
+        let preds = predecessors(d, lazy);
         let af: Vec<Option<ByteSet>> = (0..states as u32)
             .map(|q| {
                 d.is_accepting(q)
                     .then(|| allowed_first(&exit_bytes(d, q, lazy), &ign))
             })
             .collect();
+        let mut good = vec![false; states];
+        let mut work: Vec<u32> = Vec::new();
         for &u in &next {
             let fu = &firsts[u as usize];
-            let mut good: Vec<bool> = af
-                .iter()
-                .map(|a| a.as_ref().is_some_and(|a| (0..256).any(|b| a[b] && fu[b])))
-                .collect();
-            let mut changed = true;
-            while changed {
-                changed = false;
-                for q in 1..states {
-                    // A lazy lexeme ends at its first match: it cannot go on past one.
-                    if good[q] || (lazy && d.is_accepting(q as u32)) {
-                        continue;
-                    }
-                    if (0..=255u8).any(|b| good[d.next(q as u32, b) as usize]) {
-                        good[q] = true;
-                        changed = true;
+            // Good: some way to finish the lexeme lets `u` start. Seeded with the
+            // accepting states whose exits allow one of `u`'s first bytes, then spread
+            // backwards along the transitions, each state once (a worklist over the
+            // reverse edges: linear in the table, where a sweep per level was not).
+            work.clear();
+            for (q, a) in af.iter().enumerate() {
+                good[q] = a.as_ref().is_some_and(|a| (0..256).any(|b| a[b] && fu[b]));
+                if good[q] {
+                    work.push(q as u32);
+                }
+            }
+            while let Some(s) = work.pop() {
+                for &p in &preds.sources[preds.start[s as usize]..preds.start[s as usize + 1]] {
+                    if !std::mem::replace(&mut good[p as usize], true) {
+                        work.push(p);
                     }
                 }
             }
             if let Some(example) = bad_state(d, &good, lazy) {
+                let (after, before) = (&g.terminals[t], &g.terminals[u as usize]);
                 return Err(DeadEndError {
                     source_name: g.source_name.clone(),
-                    after: g.terminals[t].name.clone(),
-                    before: g.terminals[u as usize].name.clone(),
+                    after: after.name.clone(),
+                    after_at: after.defined_at,
+                    before: before.name.clone(),
+                    before_at: before.defined_at,
                     example: String::from_utf8_lossy(&example).into_owned(),
                 });
             }
@@ -188,25 +208,75 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
     Ok(())
 }
 
-/// Bytes leading from the start to a live state that is not good, if any.
+/// Reverse transitions of a DFA, CSR: the states with a transition into `s` are
+/// `sources[start[s]..start[s + 1]]`. Only states a lexeme can continue from count:
+/// not DEAD, and, for a lazy terminal, not an accepting state (a lazy lexeme ends at
+/// its first match). Edges into DEAD are left out: DEAD is never good (it does not
+/// accept), so nothing spreads from it, and most transitions go there.
+struct Predecessors {
+    start: Vec<usize>,
+    sources: Vec<u32>,
+}
+
+fn predecessors(d: &ByteDfa, lazy: bool) -> Predecessors {
+    let n = d.num_states();
+    let continues = |q: u32| q != ByteDfa::DEAD && !(lazy && d.is_accepting(q));
+    let edges = || {
+        (0..n as u32)
+            .filter(move |&q| continues(q))
+            .flat_map(move |q| {
+                (0..=255u8)
+                    .map(move |b| (q, d.next(q, b)))
+                    .filter(|&(_, s)| s != ByteDfa::DEAD)
+            })
+    };
+    let mut start = vec![0usize; n + 1];
+    for (_, s) in edges() {
+        start[s as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut sources = vec![0u32; start[n]];
+    for (q, s) in edges() {
+        sources[fill[s as usize]] = q;
+        fill[s as usize] += 1;
+    }
+    Predecessors { start, sources }
+}
+
+/// Bytes leading from the start to a live state that is not good, if any: a
+/// breadth-first search with one parent pointer per state (the shortest example,
+/// without copying a path per queued state).
 fn bad_state(d: &ByteDfa, good: &[bool], lazy: bool) -> Option<Vec<u8>> {
-    let mut seen = vec![false; d.num_states()];
-    let mut queue = std::collections::VecDeque::from([(d.start, Vec::<u8>::new())]);
-    seen[d.start as usize] = true;
-    while let Some((q, path)) = queue.pop_front() {
-        if !path.is_empty() && !good[q as usize] {
-            return Some(path);
+    const UNSEEN: u32 = u32::MAX;
+    // parent[s] = (previous state, byte); the start is its own parent.
+    let mut parent = vec![(UNSEEN, 0u8); d.num_states()];
+    parent[d.start as usize] = (d.start, 0);
+    let mut queue = std::collections::VecDeque::from([d.start]);
+    let path_to = |mut q: u32, parent: &[(u32, u8)]| {
+        let mut path = Vec::new();
+        while q != d.start {
+            let (p, b) = parent[q as usize];
+            path.push(b);
+            q = p;
+        }
+        path.reverse();
+        path
+    };
+    while let Some(q) = queue.pop_front() {
+        if q != d.start && !good[q as usize] {
+            return Some(path_to(q, &parent));
         }
         if lazy && d.is_accepting(q) {
             continue;
         }
         for b in 0..=255u8 {
             let s = d.next(q, b);
-            if s != ByteDfa::DEAD && !seen[s as usize] {
-                seen[s as usize] = true;
-                let mut p = path.clone();
-                p.push(b);
-                queue.push_back((s, p));
+            if s != ByteDfa::DEAD && parent[s as usize].0 == UNSEEN {
+                parent[s as usize] = (q, b);
+                queue.push_back(s);
             }
         }
     }

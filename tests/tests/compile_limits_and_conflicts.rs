@@ -104,8 +104,13 @@ fn greedy_dead_ends_are_refused_with_both_terminals_named() {
     match pipeline::compile_parser(&l, 1000) {
         Err(CompileError::DeadEnd(e)) => {
             assert_eq!((e.after.as_str(), e.before.as_str()), ("A", "B"));
+            // Both terminals located, as every grammar error is.
             assert!(
-                e.to_string().starts_with("dead.lark: after terminal A"),
+                e.to_string().starts_with("dead.lark:2:1: after terminal A"),
+                "{e}"
+            );
+            assert!(
+                e.to_string().contains("B (defined at dead.lark:3:1;"),
                 "{e}"
             );
         }
@@ -125,6 +130,41 @@ fn greedy_dead_ends_are_refused_with_both_terminals_named() {
     let l =
         pipeline::lex_grammar_source("start: A B\nA[lazy]: /a+/\nB: \"a\"\n", "lazy.lark").unwrap();
     assert!(pipeline::compile_parser(&l, 1000).is_ok());
+}
+
+#[test]
+fn dead_end_examples_are_the_shortest_input_reaching_the_bad_state() {
+    // Every prefix of "xxxxx" can still end as "xxxxxb", which "a" may follow; only
+    // after "xxxxxa" does every ending stay extendable by "a".
+    let src = "start: A B\nA: /x{5}(a+|b)/\nB: \"a\"\n";
+    let l = pipeline::lex_grammar_source(src, "deep.lark").unwrap();
+    match pipeline::compile_parser(&l, 1000) {
+        Err(CompileError::DeadEnd(e)) => assert_eq!(e.example, "xxxxxa"),
+        other => panic!("expected a dead-end error, got {other:?}"),
+    }
+}
+
+#[test]
+fn dead_end_check_is_linear_in_long_terminals() {
+    // A 20000-state chain: the check spreads "can end well" backwards along it. One
+    // sweep over all states per level made that quadratic (about half a minute here);
+    // a worklist over reverse edges is milliseconds. The guard turns a regression into
+    // a failure instead of a stuck run.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let src = "start: A B\nA: /a{20000}/\nB: \"b\"\n";
+        let l = pipeline::lex_grammar_source(src, "chain.lark").unwrap();
+        let _ = tx.send(stackmask_compiler::adjacency::check_dead_ends(
+            &l.grammar, &l.dfas,
+        ));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(r) => r.unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the dead-end check of a 20000-state terminal took over 20 s")
+        }
+        Err(e) => panic!("the checking thread failed (see its panic above): {e}"),
+    }
 }
 
 #[test]
