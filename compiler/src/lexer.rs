@@ -17,12 +17,55 @@ use regex_automata::{util::syntax, Anchored, MatchKind};
 use stackmask_formats::{ByteDfa, Grammar, Location};
 use std::collections::HashMap;
 
+/// Limit on the heap regex-automata may use to build one terminal's Thompson NFA (its
+/// default is no limit: `/(?:(?:a{1000}){1000}){1000}/` would expand to 10⁹ states
+/// and exhaust memory before anything else is checked).
+pub const NFA_SIZE_LIMIT: usize = 64 << 20;
 /// Limit on the memory regex-automata may use to determinize one terminal.
-pub const DETERMINIZE_SIZE_LIMIT: usize = 256 << 20;
-/// Limit on the size of one terminal's DFA.
-pub const DFA_SIZE_LIMIT: usize = 256 << 20;
-/// Limit on the number of states of one terminal's table.
-pub const MAX_TERMINAL_STATES: usize = 1 << 20;
+pub const DETERMINIZE_SIZE_LIMIT: usize = 128 << 20;
+/// Limit on the size of one terminal's regex-automata DFA (it uses byte classes, so it
+/// is at most as large as our table of the same states).
+pub const DFA_SIZE_LIMIT: usize = 64 << 20;
+/// Limit on the number of states of one terminal's table: 65536 states are 64 MiB of
+/// transitions (256 `u32` each). Real terminals have tens to a few thousand.
+pub const MAX_TERMINAL_STATES: usize = 1 << 16;
+/// Limit on the states of all terminals' tables together (the lexer table budget,
+/// 128 MiB of transitions): checked before each state is added, so a grammar of many
+/// large terminals ends in an error instead of a huge artifact or an OOM.
+pub const MAX_LEXER_STATES: usize = 1 << 17;
+
+/// The lexer stage's size limits; [`LexerLimits::default`] holds the constants above.
+/// Every limit that is hit is a [`LexerErrorKind::SizeLimit`] naming it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LexerLimits {
+    /// Heap for one terminal's NFA, in bytes ([`NFA_SIZE_LIMIT`]).
+    pub nfa_bytes: usize,
+    /// Determinization memory for one terminal, in bytes ([`DETERMINIZE_SIZE_LIMIT`]).
+    pub determinize_bytes: usize,
+    /// One terminal's regex-automata DFA, in bytes ([`DFA_SIZE_LIMIT`]).
+    pub dfa_bytes: usize,
+    /// States of one terminal's table ([`MAX_TERMINAL_STATES`]).
+    pub terminal_states: usize,
+    /// States of all terminals' tables together ([`MAX_LEXER_STATES`]).
+    pub total_states: usize,
+}
+
+impl Default for LexerLimits {
+    fn default() -> Self {
+        LexerLimits {
+            nfa_bytes: NFA_SIZE_LIMIT,
+            determinize_bytes: DETERMINIZE_SIZE_LIMIT,
+            dfa_bytes: DFA_SIZE_LIMIT,
+            terminal_states: MAX_TERMINAL_STATES,
+            total_states: MAX_LEXER_STATES,
+        }
+    }
+}
+
+/// What a Unicode word boundary gets: byte-level DFAs cannot decide it, the ASCII one
+/// works (named the same wherever it is detected).
+const UNICODE_WORD_BOUNDARY: &str =
+    "Unicode word boundary \\b (a byte-level DFA cannot decide it): use (?-u:\\b), the ASCII word boundary";
 
 /// Why a terminal's regex could not become a DFA.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,8 +73,8 @@ pub enum LexerErrorKind {
     /// The regex does not parse (or uses syntax Rust's regex lacks).
     #[error("invalid regex: {0}")]
     Syntax(String),
-    /// A DFA size limit was hit.
-    #[error("the DFA exceeds the size limit {limit} ({what}); simplify the regex")]
+    /// A size limit was hit (see [`LexerLimits`]).
+    #[error("exceeds the limit on {what} ({limit}); simplify the regex")]
     SizeLimit {
         /// Which limit.
         what: &'static str,
@@ -60,8 +103,28 @@ pub struct LexerError {
     pub kind: LexerErrorKind,
 }
 
-/// Compiles one regex (Rust syntax) to a [`ByteDfa`] matching it anchored at both ends.
+/// Compiles one regex (Rust syntax) to a [`ByteDfa`] matching it anchored at both ends,
+/// under the default [`LexerLimits`].
 pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
+    let limits = LexerLimits::default();
+    let per_terminal = (PER_TERMINAL, limits.terminal_states);
+    compile_terminal_with(regex, &limits, limits.terminal_states, per_terminal)
+}
+
+/// Names of the two state limits in errors.
+const PER_TERMINAL: &str = "states per terminal";
+const BUDGET: &str = "states of all terminals together (the lexer table budget)";
+
+/// [`compile_terminal`] with explicit limits; the table may have at most `max_states`
+/// states (DEAD included). Exceeding that is a [`LexerErrorKind::SizeLimit`] with
+/// `states_limit`, the name and value of the limit `max_states` comes from (the whole
+/// budget, when what was left of it ran out).
+fn compile_terminal_with(
+    regex: &str,
+    limits: &LexerLimits,
+    max_states: usize,
+    states_limit: (&'static str, usize),
+) -> Result<ByteDfa, LexerErrorKind> {
     let dfa = DFA::builder()
         .configure(
             Config::new()
@@ -71,13 +134,17 @@ pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
                 .start_kind(StartKind::Anchored)
                 .minimize(false)
                 .unicode_word_boundary(false)
-                .dfa_size_limit(Some(DFA_SIZE_LIMIT))
-                .determinize_size_limit(Some(DETERMINIZE_SIZE_LIMIT)),
+                .dfa_size_limit(Some(limits.dfa_bytes))
+                .determinize_size_limit(Some(limits.determinize_bytes)),
         )
         .syntax(syntax::Config::new().unicode(true).utf8(false))
-        .thompson(thompson::Config::new().utf8(false))
+        .thompson(
+            thompson::Config::new()
+                .utf8(false)
+                .nfa_size_limit(Some(limits.nfa_bytes)),
+        )
         .build(regex)
-        .map_err(|e| build_error(regex, &e))?;
+        .map_err(|e| build_error(regex, &e, limits))?;
     let start = dfa
         .start_state(&start::Config::new().anchored(Anchored::Yes))
         .map_err(|e| LexerErrorKind::Unsupported(e.to_string()))?;
@@ -94,9 +161,7 @@ pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
         for b in 0..=255u8 {
             let next = dfa.next_state(sid, b);
             if dfa.is_quit_state(next) {
-                return Err(LexerErrorKind::Unsupported(
-                    "a construct the byte DFA cannot decide (Unicode word boundary \\b: use (?-u:\\b))".into(),
-                ));
+                return Err(LexerErrorKind::Unsupported(UNICODE_WORD_BOUNDARY.into()));
             }
             let target = if dfa.is_dead_state(next) {
                 0
@@ -104,10 +169,11 @@ pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
                 t
             } else {
                 let t = order.len() as u32 + 1;
-                if t as usize > MAX_TERMINAL_STATES {
+                // Checked before the state's 256 transitions are allocated.
+                if t as usize >= max_states {
                     return Err(LexerErrorKind::SizeLimit {
-                        what: "states per terminal",
-                        limit: MAX_TERMINAL_STATES,
+                        what: states_limit.0,
+                        limit: states_limit.1,
                     });
                 }
                 index.insert(next, t);
@@ -171,14 +237,40 @@ fn fold_dead_states(mut trans: Vec<u32>, accepting: &[bool], start: u32) -> Byte
     }
 }
 
-fn build_error(regex: &str, e: &BuildError) -> LexerErrorKind {
-    if e.is_size_limit_exceeded() {
-        return LexerErrorKind::SizeLimit {
-            what: "regex-automata determinization / DFA size",
-            limit: DFA_SIZE_LIMIT,
-        };
-    }
+fn build_error(regex: &str, e: &BuildError, limits: &LexerLimits) -> LexerErrorKind {
     let msg = e.to_string();
+    // regex-automata (pinned exactly) says which of its limits was hit only in the
+    // message; each becomes an error naming that limit.
+    if e.is_size_limit_exceeded() {
+        let (what, limit) = if msg.starts_with("determinization exceeded") {
+            (
+                "regex-automata determinization memory in bytes",
+                limits.determinize_bytes,
+            )
+        } else if msg.starts_with("DFA exceeded") {
+            ("regex-automata DFA size in bytes", limits.dfa_bytes)
+        } else {
+            ("regex-automata DFA state ids", usize::MAX)
+        };
+        return LexerErrorKind::SizeLimit { what, limit };
+    }
+    // The NFA's limit is reported through the source chain.
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(limit) = s
+            .downcast_ref::<thompson::BuildError>()
+            .and_then(|n| n.size_limit())
+        {
+            return LexerErrorKind::SizeLimit {
+                what: "NFA size in bytes (nfa_size_limit)",
+                limit,
+            };
+        }
+        source = s.source();
+    }
+    if msg.starts_with("unsupported regex feature for DFAs") && msg.contains("word boundar") {
+        return LexerErrorKind::Unsupported(UNICODE_WORD_BOUNDARY.into());
+    }
     let source = std::error::Error::source(e)
         .map(|s| s.to_string())
         .unwrap_or_default();
@@ -198,20 +290,45 @@ fn build_error(regex: &str, e: &BuildError) -> LexerErrorKind {
     }
 }
 
-/// Compiles every terminal of a grammar, in terminal-id order.
+/// Compiles every terminal of a grammar, in terminal-id order, under the default
+/// [`LexerLimits`].
 pub fn compile_lexer(grammar: &Grammar) -> Result<Vec<ByteDfa>, LexerError> {
-    grammar
-        .terminals
-        .iter()
-        .map(|t| {
-            compile_terminal(&t.regex).map_err(|kind| LexerError {
+    compile_lexer_with(grammar, &LexerLimits::default())
+}
+
+/// [`compile_lexer`] with explicit limits. The tables of all terminals share
+/// `limits.total_states`: each terminal may use what the ones before it left, so the
+/// budget is checked before a state is added, never after the tables are built.
+pub fn compile_lexer_with(
+    grammar: &Grammar,
+    limits: &LexerLimits,
+) -> Result<Vec<ByteDfa>, LexerError> {
+    // States of the tables built so far, each counting its own dead state (the merged
+    // table shares one: a conservative count).
+    let mut used = 0usize;
+    let mut out = Vec::with_capacity(grammar.terminals.len());
+    for t in &grammar.terminals {
+        let left = limits.total_states.saturating_sub(used);
+        let (max_states, named) = if left < limits.terminal_states {
+            (left, (BUDGET, limits.total_states))
+        } else {
+            (
+                limits.terminal_states,
+                (PER_TERMINAL, limits.terminal_states),
+            )
+        };
+        let dfa = compile_terminal_with(&t.regex, limits, max_states, named).map_err(|kind| {
+            LexerError {
                 source_name: grammar.source_name.clone(),
                 location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
                 terminal: t.name.clone(),
                 kind,
-            })
-        })
-        .collect()
+            }
+        })?;
+        used += dfa.num_states();
+        out.push(dfa);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -284,6 +401,126 @@ mod tests {
         assert!(accepts(&d, b"aaaa") && !accepts(&d, b"aaaaa"));
         let d = compile_terminal("<|<=").unwrap();
         assert!(d.extends(d.run(b"<"), b'='));
+    }
+
+    #[test]
+    fn a_huge_nfa_is_a_named_limit_not_an_oom() {
+        // 10⁹ NFA states once the repetitions are expanded.
+        match compile_terminal("(?:(?:a{1000}){1000}){1000}") {
+            Err(LexerErrorKind::SizeLimit { what, limit }) => {
+                assert!(what.contains("NFA"), "{what}");
+                assert_eq!(limit, NFA_SIZE_LIMIT);
+            }
+            other => panic!("expected the NFA size limit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn regex_automata_limits_are_named() {
+        let tiny = |f: fn(&mut LexerLimits)| {
+            let mut l = LexerLimits::default();
+            f(&mut l);
+            compile_terminal_with("[a-z]{12}", &l, l.terminal_states, (PER_TERMINAL, 0)).map(|_| ())
+        };
+        match tiny(|l| l.dfa_bytes = 64) {
+            Err(LexerErrorKind::SizeLimit { what, limit: 64 }) => {
+                assert!(what.contains("DFA size"), "{what}")
+            }
+            other => panic!("expected the DFA size limit, got {other:?}"),
+        }
+        match tiny(|l| l.determinize_bytes = 64) {
+            Err(LexerErrorKind::SizeLimit { what, limit: 64 }) => {
+                assert!(what.contains("determinization"), "{what}")
+            }
+            other => panic!("expected the determinization limit, got {other:?}"),
+        }
+        match tiny(|l| l.nfa_bytes = 100) {
+            Err(LexerErrorKind::SizeLimit { what, limit: 100 }) => {
+                assert!(what.contains("NFA"), "{what}")
+            }
+            other => panic!("expected the NFA size limit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn too_many_states_in_one_terminal_is_a_named_limit() {
+        // 2^17 states: the eighteenth byte from the end must be `a`.
+        match compile_terminal("[ab]*a[ab]{16}").map(|_| ()) {
+            Err(LexerErrorKind::SizeLimit { what, limit }) => {
+                assert_eq!((what, limit), (PER_TERMINAL, MAX_TERMINAL_STATES))
+            }
+            other => panic!("expected the per-terminal state limit, got {other:?}"),
+        }
+    }
+
+    fn grammar_of(regexes: &[&str]) -> Grammar {
+        Grammar {
+            source_name: "g.lark".into(),
+            terminals: regexes
+                .iter()
+                .enumerate()
+                .map(|(i, r)| stackmask_formats::Terminal {
+                    name: format!("T{i}"),
+                    regex: r.to_string(),
+                    lazy: false,
+                    priority: 0,
+                    defined_at: Some(Location {
+                        line: i as u32 + 1,
+                        col: 1,
+                    }),
+                })
+                .collect(),
+            nonterminals: vec![],
+            rules: vec![],
+            start: 0,
+            ignore: vec![],
+            allow_initial_skip: false,
+        }
+    }
+
+    #[test]
+    fn the_lexer_table_budget_spans_all_terminals() {
+        // Each `x{10}` table has 12 states (dead, start, 10 more); 30 fit two of them.
+        let limits = LexerLimits {
+            terminal_states: 20,
+            total_states: 30,
+            ..LexerLimits::default()
+        };
+        let two = grammar_of(&["a{10}", "b{10}"]);
+        assert_eq!(compile_lexer_with(&two, &limits).unwrap().len(), 2);
+        let three = grammar_of(&["a{10}", "b{10}", "c{10}"]);
+        let e = compile_lexer_with(&three, &limits).unwrap_err();
+        assert_eq!(e.terminal, "T2");
+        assert_eq!(
+            e.kind,
+            LexerErrorKind::SizeLimit {
+                what: BUDGET,
+                limit: 30
+            }
+        );
+        assert!(e.to_string().starts_with("g.lark:3:1: terminal T2:"), "{e}");
+        assert!(e.to_string().contains("lexer table budget"), "{e}");
+        // One terminal over its own limit names that limit instead.
+        let e = compile_lexer_with(&grammar_of(&["a{30}"]), &limits).unwrap_err();
+        assert_eq!(
+            e.kind,
+            LexerErrorKind::SizeLimit {
+                what: PER_TERMINAL,
+                limit: 20
+            }
+        );
+    }
+
+    #[test]
+    fn unicode_word_boundary_is_named_with_the_ascii_alternative() {
+        match compile_terminal(r"\bfoo\b") {
+            Err(LexerErrorKind::Unsupported(msg)) => {
+                assert!(msg.contains("Unicode word boundary"), "{msg}");
+                assert!(msg.contains("(?-u:\\b)"), "{msg}");
+            }
+            other => panic!("expected the Unicode word boundary error, got {other:?}"),
+        }
+        assert!(compile_terminal(r"(?-u:\b)foo").is_ok());
     }
 
     #[test]
