@@ -138,9 +138,31 @@ pub(crate) fn step(
 /// cost is `len` times the GSS size at worst, whatever the number of paths.
 fn paths(gss: &Layered<'_>, v: u32, len: u32, through_fresh: bool, s: &mut StepScratch) {
     s.ends.clear();
+    // While there is one path, follow it without the level buffers: the common case
+    // (a stack without forks below the head) stays as cheap as a plain walk.
+    let (mut node, mut used, mut left) = (v, !through_fresh, len);
+    while left > 0 {
+        let first = gss.node(node).first_edge;
+        if first == NONE {
+            return;
+        }
+        let edge = gss.edge(first);
+        if edge.next != NONE {
+            break;
+        }
+        used = used || s.fresh.binary_search(&(node, edge.to)).is_ok();
+        node = edge.to;
+        left -= 1;
+    }
+    if left == 0 {
+        if used {
+            s.ends.push(node);
+        }
+        return;
+    }
     s.level.clear();
-    s.level.push((v, !through_fresh));
-    for _ in 0..len {
+    s.level.push((node, used));
+    for _ in 0..left {
         s.next_level.clear();
         for &(node, used) in &s.level {
             let mut e = gss.node(node).first_edge;
