@@ -31,12 +31,13 @@ pub struct Vocabulary {
 impl Vocabulary {
     /// Builds a vocabulary from per-id entries (`None` = unused id).
     ///
-    /// A `Normal` entry with no bytes becomes `Unused`: it stands for no text, so no
-    /// mask can contain it (a mask holds tokens `v` with `w·bytes(v)·u` a sentence,
-    /// DESIGN.md §1, and the empty string adds nothing to `w`), and committing it would
-    /// be a step that the masks never offered. Classifying it here keeps `commit`,
-    /// `fill_mask` and the token trie (which holds only non-empty tokens) consistent for
-    /// every tokenizer.
+    /// A `Normal` entry with no bytes becomes `Unused`. Read literally, DESIGN.md §1
+    /// would allow such a token after every viable prefix (`w·ε·u` is a sentence
+    /// whenever `w·u` is), but it stands for no text: a decoder that samples it makes
+    /// no progress and may do so forever. So it is treated like an unused id — never in
+    /// a mask, refused by `commit` — and classifying it here keeps `commit`, `fill_mask`
+    /// and the token trie (which holds only non-empty tokens) consistent for every
+    /// tokenizer.
     pub fn from_entries(name: &str, entries: Vec<Option<(Vec<u8>, TokenKind)>>, eos: u32) -> Self {
         let mut bytes = Vec::new();
         let mut offsets = vec![0u32];
