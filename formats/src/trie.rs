@@ -27,6 +27,20 @@ pub struct TrieNode {
     pub num_tokens: u32,
 }
 
+impl TrieNode {
+    /// A node (the `reserved` bytes zero, as the layout requires).
+    pub fn new(byte: u8, depth: u32, subtree_size: u32, first_token: u32, num_tokens: u32) -> Self {
+        TrieNode {
+            byte,
+            reserved: [0; 3],
+            depth,
+            subtree_size,
+            first_token,
+            num_tokens,
+        }
+    }
+}
+
 /// The trie over the `Normal` tokens of a vocabulary.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenTrie {
@@ -184,23 +198,6 @@ mod tests {
     type Edit = (fn(&mut TokenTrie), &'static str);
     use crate::{TokenKind, Vocabulary};
 
-    fn node(
-        byte: u8,
-        depth: u32,
-        subtree_size: u32,
-        first_token: u32,
-        num_tokens: u32,
-    ) -> TrieNode {
-        TrieNode {
-            byte,
-            reserved: [0; 3],
-            depth,
-            subtree_size,
-            first_token,
-            num_tokens,
-        }
-    }
-
     /// Tokens 0 = "a", 1 = "ab", 2 = "b", 3 = EOS; the trie the compiler builds.
     fn fixture() -> (Vocabulary, TokenTrie) {
         use TokenKind::*;
@@ -216,10 +213,10 @@ mod tests {
         );
         let t = TokenTrie {
             nodes: vec![
-                node(0, 0, 4, 0, 0),
-                node(b'a', 1, 2, 0, 1),
-                node(b'b', 2, 1, 1, 1),
-                node(b'b', 1, 1, 2, 1),
+                TrieNode::new(0, 0, 4, 0, 0),
+                TrieNode::new(b'a', 1, 2, 0, 1),
+                TrieNode::new(b'b', 2, 1, 1, 1),
+                TrieNode::new(b'b', 1, 1, 2, 1),
             ],
             token_ids: vec![0, 1, 2],
         };

@@ -419,6 +419,12 @@ fn configs(p: &Parts) -> u32 {
 }
 
 /// Index of the first element satisfying `p`.
+/// The first symbol of the first grammar rule in META that has one.
+fn first_symbol(m: &mut layout::ArtifactMeta) -> &mut stackmask_formats::Symbol {
+    let rule = m.grammar.rules.iter_mut().find(|r| !r.rhs.is_empty());
+    &mut rule.expect("a rule with symbols").rhs[0]
+}
+
 fn find(v: &[u32], p: impl Fn(u32) -> bool) -> usize {
     v.iter().position(|&x| p(x)).expect("an element to corrupt")
 }
@@ -960,13 +966,7 @@ fn crafted_cases() -> Vec<Case> {
                     // Replaced, not appended, so the rule keeps the length the LR
                     // tables give it and the damage reaches the reference path.
                     let n = m.grammar.nonterminals.len() as u32;
-                    let r = m
-                        .grammar
-                        .rules
-                        .iter_mut()
-                        .find(|r| !r.rhs.is_empty())
-                        .unwrap();
-                    r.rhs[0] = stackmask_formats::Symbol::Nonterminal(n + 3);
+                    *first_symbol(m) = stackmask_formats::Symbol::Nonterminal(n + 3);
                 })
             },
         ),
@@ -976,13 +976,7 @@ fn crafted_cases() -> Vec<Case> {
             |p| {
                 p.edit_meta(|m| {
                     let n = m.grammar.terminals.len() as u32;
-                    let r = m
-                        .grammar
-                        .rules
-                        .iter_mut()
-                        .find(|r| !r.rhs.is_empty())
-                        .unwrap();
-                    r.rhs[0] = stackmask_formats::Symbol::Terminal(n + 3);
+                    *first_symbol(m) = stackmask_formats::Symbol::Terminal(n + 3);
                 })
             },
         ),

@@ -20,14 +20,7 @@ pub fn build_trie(vocab: &Vocabulary) -> TokenTrie {
         .collect();
     tokens.sort_unstable();
 
-    let mut nodes = vec![TrieNode {
-        byte: 0,
-        reserved: [0; 3],
-        depth: 0,
-        subtree_size: 0,
-        first_token: 0,
-        num_tokens: 0,
-    }];
+    let mut nodes = vec![TrieNode::new(0, 0, 0, 0, 0)];
     let mut token_ids = Vec::with_capacity(tokens.len());
     // `path[d]` is the index of the open node at depth `d` (path[0] = root); the bytes of
     // the deepest open node are `prev[..path.len() - 1]`.
@@ -42,15 +35,8 @@ pub fn build_trie(vocab: &Vocabulary) -> TokenTrie {
         }
         for (d, &b) in bytes.iter().enumerate().skip(common) {
             path.push(nodes.len());
-            nodes.push(TrieNode {
-                byte: b,
-                reserved: [0; 3],
-                depth: d as u32 + 1,
-                subtree_size: 0,
-                // No tokens yet: point at the end so `tokens_at` is an empty, valid slice.
-                first_token: token_ids.len() as u32,
-                num_tokens: 0,
-            });
+            // No tokens yet: point at the end so `tokens_at` is an empty, valid slice.
+            nodes.push(TrieNode::new(b, d as u32 + 1, 0, token_ids.len() as u32, 0));
         }
         let node = &mut nodes[*path.last().expect("non-empty")];
         if node.num_tokens == 0 {
@@ -153,21 +139,8 @@ pub(crate) mod tests {
         }
     }
 
-    fn node(
-        byte: u8,
-        depth: u32,
-        subtree_size: u32,
-        first_token: u32,
-        num_tokens: u32,
-    ) -> TrieNode {
-        TrieNode {
-            byte,
-            reserved: [0; 3],
-            depth,
-            subtree_size,
-            first_token,
-            num_tokens,
-        }
+    fn node(byte: u8, depth: u32, size: u32, first: u32, count: u32) -> TrieNode {
+        TrieNode::new(byte, depth, size, first, count)
     }
 
     #[test]
