@@ -35,9 +35,11 @@ pub const NO_FORCING_DIRECTIVE: &str = "%llguidance {\"no_forcing\": true}";
 /// A vocabulary as the harness knows it: token `i` has bytes `tokens[i]`.
 #[derive(Clone, Debug)]
 pub struct PeerVocab {
+    /// Token bytes by id.
     pub tokens: Vec<Vec<u8>>,
     /// `special[i]`: token `i` is a special token, never allowed as text.
     pub special: Vec<bool>,
+    /// The end-of-sequence token.
     pub eos: u32,
 }
 
@@ -91,6 +93,7 @@ pub struct LlgEnv {
 }
 
 impl LlgEnv {
+    /// llguidance's token environment for `vocab`.
     pub fn new(vocab: &PeerVocab) -> Result<Self, String> {
         Self::build(vocab, false)
     }
@@ -135,6 +138,7 @@ impl LlgEnv {
         })
     }
 
+    /// Number of token ids (the mask width).
     pub fn vocab_size(&self) -> usize {
         self.n_vocab
     }
@@ -210,6 +214,7 @@ impl LlgPeer {
         &self.warnings
     }
 
+    /// Number of token ids (the mask width).
     pub fn vocab_size(&self) -> usize {
         self.n_vocab
     }

@@ -5,6 +5,8 @@
 //! [`lexer`] (terminal regexes → byte DFAs), [`vocab`] (tokenizers → vocabulary and
 //! token trie).
 
+#![warn(missing_docs)]
+
 pub mod adjacency;
 pub mod analysis;
 pub mod artifact;

@@ -7,6 +7,8 @@
 //! front end → IR → automata → artifact → runtime — without the runtime depending on
 //! the compiler.
 
+#![warn(missing_docs)]
+
 pub mod artifact;
 pub mod dfa;
 pub mod grammar;

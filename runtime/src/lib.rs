@@ -5,6 +5,8 @@
 //! precomputation, the oracle) and the compiled path (a GLR parser over generated
 //! tables, loaded from an artifact).
 
+#![warn(missing_docs)]
+
 pub mod engine;
 pub mod glr;
 mod matcher;
