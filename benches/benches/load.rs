@@ -6,23 +6,13 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackmask_benches::workload;
-use stackmask_compiler::{lr, pipeline};
 use stackmask_runtime::Engine;
 
 fn load(c: &mut Criterion) {
     let mut group = c.benchmark_group("load");
     for grammar in ["json.lark", "c.lark"] {
-        let path = workload::workspace().join("grammars").join(grammar);
-        let source = std::fs::read_to_string(&path).expect("grammar");
         let spec = "tiktoken:o200k_base";
-        let built = pipeline::build_artifact_from_source(
-            &source,
-            grammar,
-            spec,
-            lr::DEFAULT_MAX_STATES,
-            |_| {},
-        )
-        .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));
+        let (_, built) = workload::build(grammar, spec);
         let file = std::env::temp_dir().join(format!(
             "stackmask-bench-{}-{}.smask",
             std::process::id(),

@@ -26,20 +26,27 @@ pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Compiles the shipped grammar `grammars/<grammar>` for `spec` in process: its source
+/// and everything the build made (the artifact bytes among it).
+pub fn build(grammar: &str, spec: &str) -> (String, pipeline::Built) {
+    let path = workspace().join("grammars").join(grammar);
+    let source = std::fs::read_to_string(&path).expect("grammar");
+    let built = pipeline::build_artifact_from_source(
+        &source,
+        grammar,
+        spec,
+        lr::DEFAULT_MAX_STATES,
+        |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));
+    (source, built)
+}
+
 impl Workload {
     /// Compiles `grammars/<grammar>` for `spec` and tokenizes `docs` (paths relative to
     /// the workspace).
     pub fn new(grammar: &str, spec: &str, docs: &[&str]) -> Workload {
-        let path = workspace().join("grammars").join(grammar);
-        let grammar_source = std::fs::read_to_string(&path).expect("grammar");
-        let built = pipeline::build_artifact_from_source(
-            &grammar_source,
-            grammar,
-            spec,
-            lr::DEFAULT_MAX_STATES,
-            |_| {},
-        )
-        .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));
+        let (grammar_source, built) = build(grammar, spec);
         let engine =
             Arc::new(Engine::from_bytes(AlignedBytes::from_slice(&built.bytes)).expect("engine"));
         let tokenizer = built.tokenizer;

@@ -19,6 +19,7 @@
 //! that fails gets an error naming the two terminals.
 
 use crate::analysis::{members, terminal_follow, FirstSets};
+use stackmask_formats::dfa::ReverseEdges;
 use stackmask_formats::{ByteDfa, Grammar, Location, Symbol};
 
 /// Where a grammar may dead-end under greedy lexing. The message starts with
@@ -163,7 +164,11 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         let d = &dfas[t];
         let lazy = g.terminals[t].lazy;
         let states = d.num_states();
-        let preds = predecessors(d, lazy);
+        // Only states a lexeme can continue from have edges: a lazy lexeme ends at its
+        // first match.
+        let preds = ReverseEdges::new(&d.trans, |q| {
+            q != ByteDfa::DEAD && !(lazy && d.is_accepting(q))
+        });
         let af: Vec<Option<ByteSet>> = (0..states as u32)
             .map(|q| {
                 d.is_accepting(q)
@@ -178,20 +183,10 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
             // accepting states whose exits allow one of `u`'s first bytes, then spread
             // backwards along the transitions, each state once (a worklist over the
             // reverse edges: linear in the table, where a sweep per level was not).
-            work.clear();
             for (q, a) in af.iter().enumerate() {
                 good[q] = a.as_ref().is_some_and(|a| (0..256).any(|b| a[b] && fu[b]));
-                if good[q] {
-                    work.push(q as u32);
-                }
             }
-            while let Some(s) = work.pop() {
-                for &p in &preds.sources[preds.start[s as usize]..preds.start[s as usize + 1]] {
-                    if !std::mem::replace(&mut good[p as usize], true) {
-                        work.push(p);
-                    }
-                }
-            }
+            preds.spread_backwards(&mut good, &mut work);
             if let Some(example) = bad_state(d, &good, lazy) {
                 let (after, before) = (&g.terminals[t], &g.terminals[u as usize]);
                 return Err(DeadEndError {
@@ -206,44 +201,6 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         }
     }
     Ok(())
-}
-
-/// Reverse transitions of a DFA, CSR: the states with a transition into `s` are
-/// `sources[start[s]..start[s + 1]]`. Only states a lexeme can continue from count:
-/// not DEAD, and, for a lazy terminal, not an accepting state (a lazy lexeme ends at
-/// its first match). Edges into DEAD are left out: DEAD is never good (it does not
-/// accept), so nothing spreads from it, and most transitions go there.
-struct Predecessors {
-    start: Vec<usize>,
-    sources: Vec<u32>,
-}
-
-fn predecessors(d: &ByteDfa, lazy: bool) -> Predecessors {
-    let n = d.num_states();
-    let continues = |q: u32| q != ByteDfa::DEAD && !(lazy && d.is_accepting(q));
-    let edges = || {
-        (0..n as u32)
-            .filter(move |&q| continues(q))
-            .flat_map(move |q| {
-                (0..=255u8)
-                    .map(move |b| (q, d.next(q, b)))
-                    .filter(|&(_, s)| s != ByteDfa::DEAD)
-            })
-    };
-    let mut start = vec![0usize; n + 1];
-    for (_, s) in edges() {
-        start[s as usize + 1] += 1;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut sources = vec![0u32; start[n]];
-    for (q, s) in edges() {
-        sources[fill[s as usize]] = q;
-        fill[s as usize] += 1;
-    }
-    Predecessors { start, sources }
 }
 
 /// Bytes leading from the start to a live state that is not good, if any: a

@@ -14,6 +14,7 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::{util::syntax, Anchored, MatchKind};
+use stackmask_formats::dfa::ReverseEdges;
 use stackmask_formats::{ByteDfa, Grammar, Location};
 use std::collections::HashMap;
 
@@ -196,25 +197,8 @@ fn compile_terminal_with(
 /// into a non-live state to DEAD, so that "live" is "not DEAD".
 fn fold_dead_states(mut trans: Vec<u32>, accepting: &[bool], start: u32) -> ByteDfa {
     let n = accepting.len();
-    let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for s in 1..n {
-        for b in 0..256 {
-            let t = trans[s * 256 + b] as usize;
-            if t != 0 {
-                reverse[t].push(s as u32);
-            }
-        }
-    }
     let mut live = accepting.to_vec();
-    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| accepting[s as usize]).collect();
-    while let Some(s) = stack.pop() {
-        for &p in &reverse[s as usize] {
-            if !live[p as usize] {
-                live[p as usize] = true;
-                stack.push(p);
-            }
-        }
-    }
+    ReverseEdges::new(&trans, |s| s != ByteDfa::DEAD).spread_backwards(&mut live, &mut Vec::new());
     live[0] = false;
     for t in trans.iter_mut() {
         if !live[*t as usize] {

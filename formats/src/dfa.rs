@@ -88,3 +88,57 @@ impl ByteDfa {
         Ok(())
     }
 }
+
+/// The reverse transitions of a 256-wide table (`trans[s * 256 + b]`, state 0 the dead
+/// sink), for spreading a property backwards: "can reach an accepting state" (liveness,
+/// computed by the lexer stage and re-checked at load) or "can reach a good state" (the
+/// compiler's dead-end check). Stored CSR: the states with an edge into `t` are
+/// `sources[start[t]..start[t + 1]]`. Edges into state 0 are left out (nothing of
+/// interest spreads from the dead sink, and most transitions go there).
+pub struct ReverseEdges {
+    start: Vec<usize>,
+    sources: Vec<u32>,
+}
+
+impl ReverseEdges {
+    /// The edges `s → t` of `trans` with `t != 0` and `keep(s)`. Every target must be a
+    /// state (`< trans.len() / 256`).
+    pub fn new(trans: &[u32], keep: impl Fn(u32) -> bool) -> Self {
+        let n = trans.len() / 256;
+        let edges = || {
+            trans
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| ((i / 256) as u32, t))
+                .filter(|&(s, t)| t != ByteDfa::DEAD && keep(s))
+        };
+        let mut start = vec![0usize; n + 1];
+        for (_, t) in edges() {
+            start[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut sources = vec![0u32; start[n]];
+        for (s, t) in edges() {
+            sources[fill[t as usize]] = s;
+            fill[t as usize] += 1;
+        }
+        ReverseEdges { start, sources }
+    }
+
+    /// Marks every state from which a marked state is reachable over the edges (each
+    /// state visited once: linear in the edges). `work` is scratch.
+    pub fn spread_backwards(&self, marked: &mut [bool], work: &mut Vec<u32>) {
+        work.clear();
+        work.extend((0..marked.len() as u32).filter(|&s| marked[s as usize]));
+        while let Some(t) = work.pop() {
+            for &p in &self.sources[self.start[t as usize]..self.start[t as usize + 1]] {
+                if !std::mem::replace(&mut marked[p as usize], true) {
+                    work.push(p);
+                }
+            }
+        }
+    }
+}

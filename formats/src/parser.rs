@@ -5,6 +5,7 @@
 //! array as its own aligned section); [`TablesRef`] borrows them — from a
 //! `ParserTables` or straight from an mmap'd artifact — and is what the runtime uses.
 
+use crate::dfa::ReverseEdges;
 use crate::lr::LrSlices;
 use crate::{ByteDfa, LrTables};
 
@@ -257,34 +258,8 @@ impl TablesRef<'_> {
         {
             return bad(format!("state {s} is accepting but not live"));
         }
-        // Reverse edges over nonzero transitions, CSR: predecessors of `t` are
-        // `preds[start[t]..start[t + 1]]` (duplicates from several bytes are harmless).
-        let mut start = vec![0u32; n + 1];
-        for &t in self.dfa_trans {
-            if t != 0 {
-                start[t as usize + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut preds = vec![0u32; start[n] as usize];
-        for (i, &t) in self.dfa_trans.iter().enumerate() {
-            if t != 0 {
-                preds[fill[t as usize] as usize] = (i / 256) as u32;
-                fill[t as usize] += 1;
-            }
-        }
         let mut live: Vec<bool> = (0..n).map(|s| self.dfa_accepting(s as u32)).collect();
-        let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
-        while let Some(t) = stack.pop() {
-            for &p in &preds[start[t as usize] as usize..start[t as usize + 1] as usize] {
-                if !std::mem::replace(&mut live[p as usize], true) {
-                    stack.push(p);
-                }
-            }
-        }
+        ReverseEdges::new(self.dfa_trans, |_| true).spread_backwards(&mut live, &mut Vec::new());
         if let Some(s) = (0..n).find(|&s| live[s] != (self.dfa_flags[s] & ByteDfa::LIVE != 0)) {
             return bad(format!(
                 "state {s}'s live flag disagrees with its transitions (it {} reach an accepting state)",
