@@ -1,7 +1,7 @@
 //! Benchmark workloads: a shipped grammar compiled in-process for a real tokenizer,
 //! with real documents tokenized canonically.
 
-use stackmask_compiler::{lr, pipeline, vocab};
+use stackmask_compiler::{pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
 use stackmask_runtime::Engine;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ pub fn build(grammar: &str, spec: &str) -> (String, pipeline::Built) {
         &source,
         grammar,
         spec,
-        lr::DEFAULT_MAX_STATES,
+        &pipeline::CompileOptions::default(),
         |_| {},
     )
     .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));

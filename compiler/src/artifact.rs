@@ -1,11 +1,13 @@
 //! Artifact stage: everything compiled, written as one `.smask` file (layout in
 //! `formats/ARTIFACT.md` and [`stackmask_formats::layout`]).
 
+use crate::parser_dwa::ParserDwaStats;
 use crate::pipeline::{CompiledParser, LexedGrammar};
 use stackmask_formats::artifact::{content_hash, ArtifactError, ArtifactWriter};
+use stackmask_formats::layout::MaskStats;
 use stackmask_formats::layout::{self, ArtifactMeta};
 use stackmask_formats::vocab::kind_to_code;
-use stackmask_formats::{TokenTrie, Vocabulary};
+use stackmask_formats::{ParserDwa, TokenTrie, Vocabulary};
 
 /// What goes into an artifact besides the compiled tables.
 pub struct ArtifactInputs<'a> {
@@ -19,6 +21,10 @@ pub struct ArtifactInputs<'a> {
     pub vocab: &'a Vocabulary,
     /// Its trie.
     pub trie: &'a TokenTrie,
+    /// The Parser DWA.
+    pub parser_dwa: &'a ParserDwa,
+    /// Its sizes.
+    pub dwa_stats: ParserDwaStats,
 }
 
 /// Serializes a compiled grammar and its vocabulary into artifact bytes.
@@ -44,6 +50,16 @@ pub fn build_artifact(
         allow_initial_skip: t.allow_initial_skip,
         conflicts: compiled.automaton.conflicts.len() as u32,
         lexer_configs: t.configs.flags.len() as u32,
+        mask_stats: MaskStats {
+            boundaries: inputs.dwa_stats.boundaries as u32,
+            token_classes: inputs.dwa_stats.token_classes as u32,
+            terminal_dwa_states: inputs.dwa_stats.terminal_dwa_states as u32,
+            parser_dwa_states: inputs.parser_dwa.num_states() as u32,
+            parser_dwa_transitions: inputs.parser_dwa.keys.len() as u32,
+            weights: inputs.parser_dwa.num_weights() as u32,
+            weight_bytes: 8 * inputs.parser_dwa.weight_words.len() as u64,
+            fallback_boundaries: inputs.dwa_stats.fallback_boundaries as u32,
+        },
     };
     let mut w = ArtifactWriter::new(
         content_hash(inputs.grammar_source.as_bytes()),
@@ -82,5 +98,14 @@ pub fn build_artifact(
     w.add_pod(layout::VOCAB_KINDS, &kinds)?;
     w.add_pod(layout::TRIE_NODES, &inputs.trie.nodes)?;
     w.add_pod(layout::TRIE_TOKENS, &inputs.trie.token_ids)?;
+    let d = inputs.parser_dwa;
+    w.add_pod(layout::PDWA_START, &d.start)?;
+    w.add_pod(layout::PDWA_INDEX, &d.index)?;
+    w.add_pod(layout::PDWA_KEYS, &d.keys)?;
+    w.add_pod(layout::PDWA_TARGETS, &d.targets)?;
+    w.add_pod(layout::PDWA_WEIGHTS, &d.weights)?;
+    w.add_pod(layout::PDWA_DEFAULT, &d.default_target)?;
+    w.add_pod(layout::WEIGHT_INDEX, &d.weight_index)?;
+    w.add_pod(layout::WEIGHT_WORDS, &d.weight_words)?;
     Ok(w.finish())
 }

@@ -2,8 +2,13 @@
 //! reads.
 //!
 //! Stages, in the order data flows: [`frontend`] (Lark text → grammar IR),
-//! [`lexer`] (terminal regexes → byte DFAs), [`vocab`] (tokenizers → vocabulary and
-//! token trie).
+//! [`lexer`] (terminal regexes → byte DFAs), [`lr`] (canonical LR(1) tables),
+//! [`lexer_configs`] (interned lexer configurations), [`vocab`] (tokenizers →
+//! vocabulary and token trie), then the compiled mask path: [`terminal_dwa`] (per
+//! lexer boundary, the terminal sequences each token realises, as token classes),
+//! [`template`] (what a terminal does to a stack top) and [`parser_dwa`] (their
+//! composition into the automaton `get_mask` runs over the stack); [`artifact`]
+//! writes it all, [`pipeline`] wires the stages.
 
 #![warn(missing_docs)]
 
@@ -14,7 +19,10 @@ pub mod frontend;
 pub mod lexer;
 pub mod lexer_configs;
 pub mod lr;
+pub mod parser_dwa;
 pub mod pipeline;
+pub mod template;
+pub mod terminal_dwa;
 pub mod vocab;
 
 pub use frontend::{parse_grammar, GrammarError, GrammarErrorKind};

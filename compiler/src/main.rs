@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use stackmask_compiler::parser_dwa::ParserDwaLimits;
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_compiler::{lr, vocab};
 use stackmask_formats::artifact::{AlignedBytes, Artifact};
@@ -48,6 +49,23 @@ enum Command {
         /// Limit on LR(1) states; compilation stops with an error past it.
         #[arg(long, default_value_t = lr::DEFAULT_MAX_STATES)]
         max_lr_states: usize,
+        /// Limit on Parser DWA states (all lexer boundaries together).
+        #[arg(long, default_value_t = ParserDwaLimits::default().max_states)]
+        max_dwa_states: usize,
+        /// Limit on the bytes of the Parser DWA's distinct token sets.
+        #[arg(long, default_value_t = ParserDwaLimits::default().max_weight_bytes)]
+        max_weight_bytes: usize,
+        /// Limit on the Terminal DWA states of one lexer boundary.
+        #[arg(long, default_value_t = ParserDwaLimits::default().max_terminal_states)]
+        max_terminal_dwa_states: usize,
+        /// Parser DWA states of one lexer boundary past which its masks are left to
+        /// the run-time token-trie walk.
+        #[arg(long, default_value_t = ParserDwaLimits::default().boundary_states)]
+        boundary_dwa_states: usize,
+        /// Simulation steps for one lexer boundary past which its masks are left to
+        /// the run-time token-trie walk (bounds compile time).
+        #[arg(long, default_value_t = ParserDwaLimits::default().boundary_steps)]
+        boundary_dwa_steps: usize,
     },
     /// Print what an artifact contains: sizes, states, hashes.
     Inspect {
@@ -123,7 +141,26 @@ fn main() -> ExitCode {
             tokenizer,
             output,
             max_lr_states,
-        } => compile(&grammar, &tokenizer, &output, max_lr_states),
+            max_dwa_states,
+            max_weight_bytes,
+            max_terminal_dwa_states,
+            boundary_dwa_states,
+            boundary_dwa_steps,
+        } => compile(
+            &grammar,
+            &tokenizer,
+            &output,
+            &pipeline::CompileOptions {
+                max_lr_states,
+                dwa: ParserDwaLimits {
+                    max_states: max_dwa_states,
+                    max_weight_bytes,
+                    max_terminal_states: max_terminal_dwa_states,
+                    boundary_states: boundary_dwa_states,
+                    boundary_steps: boundary_dwa_steps,
+                },
+            },
+        ),
         Command::Inspect { artifact } => inspect(&artifact),
         Command::Validate { artifact, file } => validate(&artifact, &file),
         Command::Trace {
@@ -220,7 +257,12 @@ fn spinner(msg: &str) -> ProgressBar {
     bar
 }
 
-fn compile(path: &Path, spec: &str, output: &Path, max_lr_states: usize) -> Result<(), Failure> {
+fn compile(
+    path: &Path,
+    spec: &str,
+    output: &Path,
+    options: &pipeline::CompileOptions,
+) -> Result<(), Failure> {
     let started = Instant::now();
     let source = pipeline::read_grammar_file(path)?;
     let bar = spinner("reading");
@@ -228,7 +270,7 @@ fn compile(path: &Path, spec: &str, output: &Path, max_lr_states: usize) -> Resu
         &source,
         &path.display().to_string(),
         spec,
-        max_lr_states,
+        options,
         |stage| bar.set_message(stage.to_string()),
     );
     bar.finish_and_clear();
@@ -248,6 +290,19 @@ fn compile(path: &Path, spec: &str, output: &Path, max_lr_states: usize) -> Resu
         built.compiled.tables.configs.flags.len(),
         built.tokenizer.vocab.len(),
         built.trie.nodes.len()
+    );
+    let st = &built.dwa_stats;
+    let d = &built.parser_dwa;
+    out!(
+        "  mask path: {} lexer boundaries ({} left to the trie walk), {} token classes, {} Terminal DWA states; Parser DWA {} states, {} transitions, {} token sets ({:.2} MB)",
+        st.boundaries,
+        st.fallback_boundaries,
+        st.token_classes,
+        st.terminal_dwa_states,
+        d.num_states(),
+        d.keys.len(),
+        d.num_weights(),
+        8.0 * d.weight_words.len() as f64 / 1e6
     );
     Ok(())
 }
@@ -293,6 +348,18 @@ fn inspect(path: &Path) -> Result<(), Failure> {
         m.conflicts,
         engine.tables().dfa_flags.len(),
         m.lexer_configs
+    );
+    let ms = &m.mask_stats;
+    out!(
+        "  mask path: {} lexer boundaries ({} left to the trie walk), {} token classes, {} Terminal DWA states; Parser DWA {} states, {} transitions, {} token sets ({:.2} MB)",
+        ms.boundaries,
+        ms.fallback_boundaries,
+        ms.token_classes,
+        ms.terminal_dwa_states,
+        ms.parser_dwa_states,
+        ms.parser_dwa_transitions,
+        ms.weights,
+        ms.weight_bytes as f64 / 1e6
     );
     out!("  sections:");
     for s in artifact.sections() {

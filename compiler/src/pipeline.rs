@@ -90,6 +90,27 @@ pub enum CompileError {
     /// Too many lexer configurations.
     #[error("{0}")]
     Configs(#[from] crate::lexer_configs::ConfigLimitError),
+    /// The Parser DWA could not be built within its limits.
+    #[error("{0}")]
+    ParserDwa(#[from] crate::parser_dwa::ParserDwaError),
+}
+
+/// Limits of a compile; every one ends in an error that names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// LR(1) states (`--max-lr-states`).
+    pub max_lr_states: usize,
+    /// Parser DWA limits (`--max-dwa-states`, `--max-weight-bytes`).
+    pub dwa: crate::parser_dwa::ParserDwaLimits,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            max_lr_states: crate::lr::DEFAULT_MAX_STATES,
+            dwa: Default::default(),
+        }
+    }
 }
 
 /// The compiled parser of a grammar: LR(1) automaton and the flat runtime tables.
@@ -149,6 +170,10 @@ pub struct Built {
     pub tokenizer: vocab::Tokenizer,
     /// The trie over its vocabulary.
     pub trie: stackmask_formats::TokenTrie,
+    /// The Parser DWA (the compiled mask path).
+    pub parser_dwa: stackmask_formats::ParserDwa,
+    /// Its sizes.
+    pub dwa_stats: crate::parser_dwa::ParserDwaStats,
     /// The artifact.
     pub bytes: Vec<u8>,
 }
@@ -159,17 +184,20 @@ pub fn build_artifact_from_source(
     source: &str,
     grammar_name: &str,
     spec: &str,
-    max_lr_states: usize,
+    options: &CompileOptions,
     mut progress: impl FnMut(&str),
 ) -> Result<Built, BuildError> {
     progress("front end and lexer");
     let lexed = lex_grammar_source(source, grammar_name)?;
     progress("LR(1) automaton and lexer configurations");
-    let compiled = compile_parser(&lexed, max_lr_states)?;
+    let compiled = compile_parser(&lexed, options.max_lr_states)?;
     progress("tokenizer");
     let tokenizer = vocab::load_tokenizer(spec).map_err(PipelineError::from)?;
     progress("token trie");
     let trie = vocab::build_trie(&tokenizer.vocab);
+    progress("Terminal DWAs, templates and Parser DWA");
+    let (parser_dwa, dwa_stats) =
+        compile_mask(&lexed, &compiled, &tokenizer.vocab, &trie, options)?;
     progress("artifact");
     let inputs = crate::artifact::ArtifactInputs {
         grammar_source: source,
@@ -177,6 +205,8 @@ pub fn build_artifact_from_source(
         tokenizer: spec,
         vocab: &tokenizer.vocab,
         trie: &trie,
+        parser_dwa: &parser_dwa,
+        dwa_stats,
     };
     let bytes = crate::artifact::build_artifact(&lexed, &compiled, &inputs)?;
     Ok(Built {
@@ -184,6 +214,58 @@ pub fn build_artifact_from_source(
         compiled,
         tokenizer,
         trie,
+        parser_dwa,
+        dwa_stats,
         bytes,
     })
+}
+
+/// The compiled mask path of a grammar for a vocabulary: Terminal DWAs per lexer
+/// boundary, templates, and their composition into the Parser DWA.
+pub fn compile_mask(
+    lexed: &LexedGrammar,
+    compiled: &CompiledParser,
+    vocab: &stackmask_formats::Vocabulary,
+    trie: &stackmask_formats::TokenTrie,
+    options: &CompileOptions,
+) -> Result<
+    (
+        stackmask_formats::ParserDwa,
+        crate::parser_dwa::ParserDwaStats,
+    ),
+    CompileError,
+> {
+    let tables = compiled.tables.view();
+    let g = &lexed.grammar;
+    let describe = |b: crate::terminal_dwa::Boundary| -> String {
+        use crate::terminal_dwa::Boundary;
+        match b {
+            Boundary::Initial => "the start of input".to_string(),
+            Boundary::Group { config, ignore } => {
+                let mut names: Vec<&str> = tables
+                    .conf_elems(config)
+                    .iter()
+                    .map(|&e| {
+                        g.terminals[tables.dfa_term[e as usize] as usize]
+                            .name
+                            .as_str()
+                    })
+                    .collect();
+                names.dedup();
+                format!(
+                    "{} lexemes of {} in progress",
+                    if ignore { "ignore" } else { "grammar" },
+                    names.join(", ")
+                )
+            }
+        }
+    };
+    Ok(crate::parser_dwa::build_parser_dwa(
+        tables,
+        trie.view(),
+        vocab.len(),
+        vocab.eos,
+        options.dwa,
+        &describe,
+    )?)
 }

@@ -51,11 +51,13 @@ mod tests;
 /// and "is this a text file" heuristics visibly damage the file, as in PNG.
 pub const MAGIC: [u8; 8] = *b"SMASK\0\r\n";
 
-/// The container format version this build writes and the only one it reads.
-/// Any change to the container layout bumps it (see `ARTIFACT.md`, "Versioning").
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes and the only one it reads. Any change to the
+/// container layout bumps it, and so does a change to what a stackmask artifact must
+/// contain (see `ARTIFACT.md`, "Versioning"): version 2 added the Parser DWA, so a
+/// version 1 artifact is refused with a "recompile" message instead of a missing section.
+pub const FORMAT_VERSION: u32 = 2;
 
-/// Length in bytes of the fixed header (format version 1).
+/// Length in bytes of the fixed header (format versions 1 and 2).
 pub const HEADER_LEN: usize = 64;
 
 /// Length in bytes of one section-table entry.
@@ -86,7 +88,7 @@ pub const BINCODE_EXPANSION: usize = 8;
 /// The smallest limit [`Artifact::bincode`] uses, so that tiny sections need no care.
 const BINCODE_MIN_LIMIT: usize = 1 << 12;
 
-// Header field offsets (format version 1). See ARTIFACT.md.
+// Header field offsets (format versions 1 and 2). See ARTIFACT.md.
 const OFF_VERSION: usize = 8;
 const OFF_HEADER_LEN: usize = 12;
 const OFF_FLAGS: usize = 16;
@@ -236,7 +238,7 @@ pub enum ArtifactError {
         supported: u32,
     },
     /// The header length field (offset 12) is not [`HEADER_LEN`].
-    #[error("header length {found} at offset 12, expected {expected} for format version 1")]
+    #[error("header length {found} at offset 12, expected {expected} for format version 2")]
     BadHeaderLength {
         /// Value found.
         found: u32,
@@ -281,7 +283,7 @@ pub enum ArtifactError {
         table_end: u64,
     },
     /// Flag bits this build does not know are set (offset 16).
-    #[error("unknown header flags {flags:#010x} at offset 16 (format version 1 defines none)")]
+    #[error("unknown header flags {flags:#010x} at offset 16 (format version 2 defines none)")]
     UnknownFlags {
         /// The flags field.
         flags: u32,

@@ -52,6 +52,23 @@ pub const CONF_ELEMS: SectionKind = SectionKind::from_tag(*b"LCEL");
 pub const CONF_FLAGS: SectionKind = SectionKind::from_tag(*b"LCFL");
 /// Terminal of each merged DFA state (`u32`).
 pub const DFA_TERM: SectionKind = SectionKind::from_tag(*b"DFTM");
+/// Parser DWA: start state per (lexer configuration, ignore flag), then the start
+/// of input (`u32`).
+pub const PDWA_START: SectionKind = SectionKind::from_tag(*b"PDST");
+/// Parser DWA: transition index per state (`u32`, CSR).
+pub const PDWA_INDEX: SectionKind = SectionKind::from_tag(*b"PDIX");
+/// Parser DWA: LR state of each keyed transition (`u32`).
+pub const PDWA_KEYS: SectionKind = SectionKind::from_tag(*b"PDKY");
+/// Parser DWA: target of each keyed transition (`u32`).
+pub const PDWA_TARGETS: SectionKind = SectionKind::from_tag(*b"PDTG");
+/// Parser DWA: weight id of each keyed transition (`u32`).
+pub const PDWA_WEIGHTS: SectionKind = SectionKind::from_tag(*b"PDWT");
+/// Parser DWA: default target per state (`u32`).
+pub const PDWA_DEFAULT: SectionKind = SectionKind::from_tag(*b"PDDF");
+/// Token-set weights: index (`u32`, CSR).
+pub const WEIGHT_INDEX: SectionKind = SectionKind::from_tag(*b"WTIX");
+/// Token-set weights: `(word index << 32) | bits` (`u64`).
+pub const WEIGHT_WORDS: SectionKind = SectionKind::from_tag(*b"WTWD");
 /// Vocabulary: concatenated token bytes (`u8`).
 pub const VOCAB_BYTES: SectionKind = SectionKind::from_tag(*b"VBYT");
 /// Vocabulary: offsets (`u32`, `len + 1`).
@@ -94,6 +111,31 @@ pub struct ArtifactMeta {
     pub conflicts: u32,
     /// Number of interned lexer configurations, for `inspect`.
     pub lexer_configs: u32,
+    /// Mask-path statistics, for `inspect`.
+    pub mask_stats: MaskStats,
+}
+
+/// What the compiled mask path consists of (reported by `inspect` and `compile`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct MaskStats {
+    /// Lexer boundaries (configuration and ignore flag, plus the start of input) a
+    /// Terminal DWA was built for.
+    pub boundaries: u32,
+    /// Token classes summed over boundaries (tokens that behave alike from one).
+    pub token_classes: u32,
+    /// Terminal DWA states (nodes of the terminal-sequence tries) summed over boundaries.
+    pub terminal_dwa_states: u32,
+    /// Parser DWA states (the stop state included).
+    pub parser_dwa_states: u32,
+    /// Keyed Parser DWA transitions.
+    pub parser_dwa_transitions: u32,
+    /// Distinct token-set weights.
+    pub weights: u32,
+    /// Bytes of the weight words.
+    pub weight_bytes: u64,
+    /// Boundaries past the per-boundary budget, whose masks the runtime computes with
+    /// the token-trie walk.
+    pub fallback_boundaries: u32,
 }
 
 /// Token kind codes in [`VOCAB_KINDS`].

@@ -15,6 +15,7 @@ pub mod grammar;
 pub mod layout;
 pub mod lr;
 pub mod parser;
+pub mod parser_dwa;
 pub mod trie;
 pub mod vocab;
 
@@ -24,5 +25,6 @@ pub use grammar::{
 };
 pub use lr::{Action, LrTables};
 pub use parser::{ParserTables, TablesRef};
+pub use parser_dwa::{ParserDwa, ParserDwaRef};
 pub use trie::{TokenTrie, TrieNode, TrieRef};
 pub use vocab::{KindsRef, TokenKind, VocabRef, Vocabulary};

@@ -7,7 +7,8 @@
 //! be out of bounds. Cheap semantic checks go with it, where a wrong value would make
 //! the parser wrong or slow rather than crash it: DFA liveness flags against the
 //! transitions, rule lengths and left-hand sides against the grammar in the metadata,
-//! the trie's tokens against the vocabulary's ordinary tokens. A truncated, corrupted
+//! the trie's tokens against the vocabulary's ordinary tokens, the Parser DWA's weights
+//! against the tokens a mask may contain. A truncated, corrupted
 //! or mismatched file is an [`EngineError`], never a panic.
 
 use crate::reference::ReferenceEngine;
@@ -17,7 +18,8 @@ use stackmask_formats::layout::{self, ArtifactMeta};
 use stackmask_formats::lr::{validate_lr_grammar, LrSlices};
 use stackmask_formats::parser::split_dfas;
 use stackmask_formats::{
-    KindsRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef, Vocabulary,
+    KindsRef, ParserDwaRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef,
+    Vocabulary,
 };
 use std::ops::Range;
 use std::path::Path;
@@ -95,6 +97,14 @@ struct Ranges {
     vocab_kinds: Range<usize>,
     trie_nodes: Range<usize>,
     trie_tokens: Range<usize>,
+    pdwa_start: Range<usize>,
+    pdwa_index: Range<usize>,
+    pdwa_keys: Range<usize>,
+    pdwa_targets: Range<usize>,
+    pdwa_weights: Range<usize>,
+    pdwa_default: Range<usize>,
+    weight_index: Range<usize>,
+    weight_words: Range<usize>,
 }
 
 /// A loaded artifact.
@@ -181,6 +191,14 @@ impl Engine {
         let (r_vocab_kinds, vocab_kinds) = range::<u8>(&artifact, base, layout::VOCAB_KINDS)?;
         let (r_trie_nodes, trie_nodes) = range::<TrieNode>(&artifact, base, layout::TRIE_NODES)?;
         let (r_trie_tokens, trie_tokens) = range::<u32>(&artifact, base, layout::TRIE_TOKENS)?;
+        let (r_pdwa_start, pdwa_start) = range::<u32>(&artifact, base, layout::PDWA_START)?;
+        let (r_pdwa_index, pdwa_index) = range::<u32>(&artifact, base, layout::PDWA_INDEX)?;
+        let (r_pdwa_keys, pdwa_keys) = range::<u32>(&artifact, base, layout::PDWA_KEYS)?;
+        let (r_pdwa_targets, pdwa_targets) = range::<u32>(&artifact, base, layout::PDWA_TARGETS)?;
+        let (r_pdwa_weights, pdwa_weights) = range::<u32>(&artifact, base, layout::PDWA_WEIGHTS)?;
+        let (r_pdwa_default, pdwa_default) = range::<u32>(&artifact, base, layout::PDWA_DEFAULT)?;
+        let (r_weight_index, weight_index) = range::<u32>(&artifact, base, layout::WEIGHT_INDEX)?;
+        let (r_weight_words, weight_words) = range::<u64>(&artifact, base, layout::WEIGHT_WORDS)?;
 
         let tables = TablesRef {
             dfa_trans,
@@ -243,6 +261,31 @@ impl Engine {
         };
         trie.validate(vocab.len()).map_err(invalid)?;
         trie.validate_tokens(&vocab).map_err(invalid)?;
+        // The Parser DWA: every index, and weights that name only tokens a mask may
+        // contain (ordinary tokens and EOS).
+        let mut maskable = vec![0u32; vocab.len().div_ceil(32)];
+        for id in 0..vocab.len() as u32 {
+            if vocab.is_normal(id) || id == vocab.eos {
+                maskable[id as usize / 32] |= 1 << (id % 32);
+            }
+        }
+        let dwa = ParserDwaRef {
+            start: pdwa_start,
+            index: pdwa_index,
+            keys: pdwa_keys,
+            targets: pdwa_targets,
+            weights: pdwa_weights,
+            default_target: pdwa_default,
+            weight_index,
+            weight_words,
+        };
+        dwa.validate(
+            tables.conf_flags.len(),
+            tables.lr.num_states,
+            maskable.len(),
+            |at, bits| bits & !maskable[at] == 0,
+        )
+        .map_err(invalid)?;
         // The rule tables against the grammar in the metadata: a reduction pops
         // `rule_len[r]` stack levels, so each length must be its rule's.
         validate_lr_grammar(tables.lr, &meta.grammar).map_err(invalid)?;
@@ -273,6 +316,14 @@ impl Engine {
             vocab_kinds: r_vocab_kinds,
             trie_nodes: r_trie_nodes,
             trie_tokens: r_trie_tokens,
+            pdwa_start: r_pdwa_start,
+            pdwa_index: r_pdwa_index,
+            pdwa_keys: r_pdwa_keys,
+            pdwa_targets: r_pdwa_targets,
+            pdwa_weights: r_pdwa_weights,
+            pdwa_default: r_pdwa_default,
+            weight_index: r_weight_index,
+            weight_words: r_weight_words,
         };
         Ok(Engine {
             backing,
@@ -342,6 +393,22 @@ impl Engine {
         TrieRef {
             nodes: self.arr(&self.ranges.trie_nodes),
             token_ids: self.arr(&self.ranges.trie_tokens),
+        }
+    }
+
+    /// The Parser DWA, in place.
+    #[inline]
+    pub fn parser_dwa(&self) -> ParserDwaRef<'_> {
+        let r = &self.ranges;
+        ParserDwaRef {
+            start: self.arr(&r.pdwa_start),
+            index: self.arr(&r.pdwa_index),
+            keys: self.arr(&r.pdwa_keys),
+            targets: self.arr(&r.pdwa_targets),
+            weights: self.arr(&r.pdwa_weights),
+            default_target: self.arr(&r.pdwa_default),
+            weight_index: self.arr(&r.weight_index),
+            weight_words: self.arr(&r.weight_words),
         }
     }
 

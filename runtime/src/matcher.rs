@@ -4,12 +4,13 @@
 //! search); `reset()` reuses every buffer, so a pooled matcher commits without
 //! allocating once warm.
 //!
-//! `fill_mask` currently walks the token trie over the GLR parser: exact (the same
-//! recognizer that commits), but not the precompiled Parser DWA of DESIGN.md §2,
-//! which replaces it in a later stage.
+//! `fill_mask` walks the precompiled Parser DWA over the GSS (DESIGN.md §2; see
+//! `glr::dwa_walk`): table lookups and sparse ORs, no token trie and no reduce chain.
+//! [`Matcher::fill_mask_by_trie_walk`] keeps the exact token-trie walk over the GLR
+//! parser as a debugging and test path.
 
 use crate::engine::Engine;
-use crate::glr::{GlrRecognizer, GlrState};
+use crate::glr::{DwaWalk, GlrRecognizer, GlrState};
 use crate::session::{MatchError, Session};
 use crate::trie_walk;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub struct Matcher {
     engine: Arc<Engine>,
     state: GlrState,
     session: Session,
+    walk: DwaWalk,
 }
 
 impl Matcher {
@@ -30,6 +32,7 @@ impl Matcher {
             engine,
             state,
             session: Session::default(),
+            walk: DwaWalk::default(),
         }
     }
 
@@ -101,8 +104,37 @@ impl Matcher {
         ok
     }
 
-    /// Writes the allowed next tokens into `mask` (`engine.mask_words()` words or more).
+    /// Writes the allowed next tokens into `mask` (little-endian `u32` words, token `i`
+    /// is bit `i % 32` of word `i / 32`), EOS included when the input so far is a
+    /// sentence.
+    ///
+    /// # Panics
+    ///
+    /// If `mask` has fewer than `engine.mask_words()` words.
     pub fn fill_mask(&mut self, mask: &mut [u32]) {
+        let words = self.engine.mask_words();
+        assert!(
+            mask.len() >= words,
+            "mask has {} words, needs {words}",
+            mask.len()
+        );
+        if self.session.finished() {
+            mask.fill(0);
+            return;
+        }
+        mask[words..].fill(0);
+        if !self
+            .walk
+            .fill(&self.state, &self.engine.parser_dwa(), &mut mask[..words])
+        {
+            // A boundary the compiler left to the trie walk (past its budget).
+            self.fill_mask_by_trie_walk(mask);
+        }
+    }
+
+    /// The same mask as [`Matcher::fill_mask`], by walking the token trie over the GLR
+    /// parser (milliseconds; for debugging and tests).
+    pub fn fill_mask_by_trie_walk(&mut self, mask: &mut [u32]) {
         if self.session.finished() {
             mask.fill(0);
             return;

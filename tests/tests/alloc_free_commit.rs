@@ -1,12 +1,12 @@
-//! The steady state of commit allocates nothing: after a warm-up pass over a document
-//! and `reset()`, committing the same document again (and rolling back, and asking
-//! `is_accepting`) makes zero heap allocations. Counted with a global allocator, so
+//! The steady state of commit and fill_mask allocates nothing: after a warm-up pass
+//! over a document and `reset()`, filling every mask and committing the same document
+//! again (and rolling back, and asking `is_accepting`) makes zero heap allocations. Counted with a global allocator, so
 //! this file is its own test binary.
 
 mod common;
 
 use common::workspace;
-use stackmask_compiler::{lr, pipeline, vocab};
+use stackmask_compiler::{pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
 use stackmask_runtime::{Engine, Matcher};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -45,7 +45,7 @@ fn engine(grammar: &str, spec: &str) -> (Arc<Engine>, vocab::Tokenizer) {
         &source,
         grammar,
         spec,
-        lr::DEFAULT_MAX_STATES,
+        &pipeline::CompileOptions::default(),
         |_| {},
     )
     .unwrap();
@@ -53,8 +53,13 @@ fn engine(grammar: &str, spec: &str) -> (Arc<Engine>, vocab::Tokenizer) {
     (Arc::new(engine), built.tokenizer)
 }
 
-fn run(m: &mut Matcher, tokens: &[u32], eos: u32) {
+fn run(m: &mut Matcher, tokens: &[u32], eos: u32, mask: &mut [u32]) {
     for (i, &t) in tokens.iter().enumerate() {
+        m.fill_mask(mask);
+        assert!(
+            mask[t as usize / 32] >> (t % 32) & 1 == 1,
+            "token {i} not in its mask"
+        );
         m.commit(t).unwrap();
         if i % 7 == 3 {
             m.rollback(1).unwrap();
@@ -62,11 +67,12 @@ fn run(m: &mut Matcher, tokens: &[u32], eos: u32) {
         }
         let _ = m.is_accepting();
     }
+    m.fill_mask(mask);
     m.commit(eos).unwrap();
 }
 
 #[test]
-fn commit_does_not_allocate_when_warm() {
+fn commit_and_fill_mask_do_not_allocate_when_warm() {
     for (grammar, doc) in [
         (
             "json.lark",
@@ -78,8 +84,9 @@ fn commit_does_not_allocate_when_warm() {
         let text = std::fs::read(workspace().join(doc)).unwrap();
         let tokens = tokenizer.encode(&text).unwrap();
         let cold = ALLOCATIONS.load(Ordering::Relaxed);
+        let mut mask = vec![0u32; engine.mask_words()];
         let mut m = Matcher::new(engine);
-        run(&mut m, &tokens, tokenizer.eos());
+        run(&mut m, &tokens, tokenizer.eos(), &mut mask);
         // The counter works: the cold pass grows every arena.
         assert!(
             ALLOCATIONS.load(Ordering::Relaxed) - cold > 10,
@@ -87,7 +94,7 @@ fn commit_does_not_allocate_when_warm() {
         );
         m.reset();
         let before = ALLOCATIONS.load(Ordering::Relaxed);
-        run(&mut m, &tokens, tokenizer.eos());
+        run(&mut m, &tokens, tokenizer.eos(), &mut mask);
         let after = ALLOCATIONS.load(Ordering::Relaxed);
         assert_eq!(
             after - before,

@@ -257,7 +257,13 @@ fn single_bit_flips_anywhere_are_errors() {
         // What ARTIFACT.md's validation order says each region's damage is reported as.
         let ok = match at {
             0..8 => matches!(ae, ArtifactError::BadMagic { .. }),
-            8..12 => matches!(ae, ArtifactError::UnsupportedVersion { supported: 1, .. }),
+            8..12 => matches!(
+                ae,
+                ArtifactError::UnsupportedVersion {
+                    supported: FORMAT_VERSION,
+                    ..
+                }
+            ),
             12..16 => matches!(ae, ArtifactError::BadHeaderLength { .. }),
             24..32 => matches!(ae, ArtifactError::LengthMismatch { .. }),
             20..24 => matches!(
@@ -296,7 +302,8 @@ fn wrong_magic_and_version_are_specific_errors() {
             e => panic!("magic {magic:?}: {e:?}"),
         }
     }
-    for version in [0u32, 2, FORMAT_VERSION + 1, u32::MAX] {
+    // Version 1 is a real older artifact (no Parser DWA): refused, with "recompile".
+    for version in [0u32, 1, FORMAT_VERSION + 1, u32::MAX] {
         for resealed in [false, true] {
             let mut b = bytes.to_vec();
             b[8..12].copy_from_slice(&version.to_le_bytes());
@@ -305,7 +312,7 @@ fn wrong_magic_and_version_are_specific_errors() {
             }
             match load_err(&b, "bad version") {
                 EngineError::Artifact(ArtifactError::UnsupportedVersion { found, supported }) => {
-                    assert_eq!((found, supported), (version, 1));
+                    assert_eq!((found, supported), (version, 2));
                 }
                 e => panic!("version {version}: {e:?}"),
             }
@@ -1028,6 +1035,106 @@ fn crafted_cases() -> Vec<Case> {
         case("allow_initial_skip flipped", ErrOrHarmless, |p| {
             p.edit_meta(|m| m.allow_initial_skip = !m.allow_initial_skip)
         }),
+        // The Parser DWA: every index is checked at load.
+        case("Parser DWA start state out of range", Invalid, |p| {
+            let n = p.u32s(PDWA_DEFAULT).len() as u32;
+            p.edit_u32s(PDWA_START, |s| {
+                let last = s.len() - 1;
+                s[last] = n;
+            })
+        }),
+        case("Parser DWA target out of range", Invalid, |p| {
+            let n = p.u32s(PDWA_DEFAULT).len() as u32;
+            p.edit_u32s(PDWA_TARGETS, |t| t[0] = n)
+        }),
+        case("Parser DWA default target out of range", Invalid, |p| {
+            let n = p.u32s(PDWA_DEFAULT).len() as u32;
+            p.edit_u32s(PDWA_DEFAULT, |t| {
+                let last = t.len() - 1;
+                t[last] = n + 7;
+            })
+        }),
+        case("Parser DWA key is not an LR state", Invalid, move |p| {
+            let n = states(p);
+            p.edit_u32s(PDWA_KEYS, |k| {
+                let last = k.len() - 1;
+                k[last] = n;
+            })
+        }),
+        case("Parser DWA keys not increasing", Invalid, |p| {
+            let index = p.u32s(PDWA_INDEX);
+            let at = (0..index.len() - 1)
+                .find(|&d| index[d + 1] - index[d] >= 2)
+                .expect("a state with two keys");
+            p.edit_u32s(PDWA_KEYS, |k| {
+                let i = index[at] as usize;
+                k.swap(i, i + 1)
+            })
+        }),
+        case("Parser DWA transition index not monotone", Invalid, |p| {
+            p.edit_u32s(PDWA_INDEX, |x| {
+                let i = (1..x.len()).find(|&i| x[i] > x[i - 1]).unwrap();
+                x[i - 1] = x[i] + 1;
+            })
+        }),
+        case("Parser DWA weight id out of range", Invalid, |p| {
+            let n = p.u32s(WEIGHT_INDEX).len() as u32;
+            p.edit_u32s(PDWA_WEIGHTS, |w| w[0] = n)
+        }),
+        case("Parser DWA weight index past the words", Invalid, |p| {
+            p.edit_u32s(WEIGHT_INDEX, |w| {
+                let last = w.len() - 1;
+                w[last] += 1;
+            })
+        }),
+        case("weight word beyond the mask", Invalid, |p| {
+            let bytes = &mut p.section_mut(WEIGHT_WORDS).bytes;
+            let at = bytes.len() - 8;
+            bytes[at + 4..at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        }),
+        case("weight word with no bits", Invalid, |p| {
+            let bytes = &mut p.section_mut(WEIGHT_WORDS).bytes;
+            let at = bytes.len() - 8;
+            bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+        }),
+        case("weight names a token past the vocabulary", Invalid, |p| {
+            // The last word of the last weight covers the highest word with bits;
+            // the bytes vocabulary has 257 ids, so bit 31 of word 8 is no token.
+            let bytes = &mut p.section_mut(WEIGHT_WORDS).bytes;
+            let at = bytes.len() - 8;
+            let word = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+            let bits = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+            let bits: u32 = if word == 8 { bits | 1 << 31 } else { 1 << 31 };
+            bytes[at..at + 4].copy_from_slice(&bits.to_le_bytes());
+            bytes[at + 4..at + 8].copy_from_slice(&8u32.to_le_bytes());
+        }),
+        case("Parser DWA start table too short", Invalid, |p| {
+            p.edit_u32s(PDWA_START, |s| {
+                s.pop();
+            })
+        }),
+        // Consistent but wrong tables: wrong masks, never a panic or a hang.
+        case(
+            "every Parser DWA transition to the stop state",
+            ErrOrHarmless,
+            |p| p.edit_u32s(PDWA_TARGETS, |t| t.iter_mut().for_each(|x| *x = 0)),
+        ),
+        case(
+            "every Parser DWA transition back to its start",
+            ErrOrHarmless,
+            |p| {
+                let start = p.u32s(PDWA_START);
+                let s = *start.last().unwrap();
+                p.edit_u32s(PDWA_TARGETS, |t| t.iter_mut().for_each(|x| *x = s));
+                p.edit_u32s(PDWA_DEFAULT, |t| t[1..].iter_mut().for_each(|x| *x = s));
+            },
+        ),
+        case("Parser DWA weights rotated", ErrOrHarmless, |p| {
+            let n = p.u32s(WEIGHT_INDEX).len() as u32 - 1;
+            p.edit_u32s(PDWA_WEIGHTS, |w| {
+                w.iter_mut().for_each(|x| *x = (*x + 1) % n)
+            })
+        }),
     ]
 }
 
@@ -1356,6 +1463,14 @@ fn section_kinds_are_the_documented_ones() {
         layout::VOCAB_KINDS,
         layout::TRIE_NODES,
         layout::TRIE_TOKENS,
+        layout::PDWA_START,
+        layout::PDWA_INDEX,
+        layout::PDWA_KEYS,
+        layout::PDWA_TARGETS,
+        layout::PDWA_WEIGHTS,
+        layout::PDWA_DEFAULT,
+        layout::WEIGHT_INDEX,
+        layout::WEIGHT_WORDS,
     ] {
         assert_eq!(kinds.iter().filter(|&&x| x == k).count(), 1, "{k}");
     }

@@ -16,8 +16,11 @@
 //! Everything lives in append-only arenas indexed by byte position; popping bytes is
 //! a truncation, and a warmed-up parser (after [`GlrState::reset`]) allocates nothing.
 
+mod dwa_walk;
 mod gss;
 mod step;
+
+pub(crate) use dwa_walk::DwaWalk;
 
 use gss::{Gss, Layered};
 use stackmask_formats::TablesRef;

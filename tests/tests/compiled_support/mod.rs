@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use stackmask_compiler::pipeline::{self, LexedGrammar};
-use stackmask_compiler::{lr, vocab};
+use stackmask_compiler::vocab;
 use stackmask_formats::artifact::{AlignedBytes, Artifact, ArtifactWriter, SectionKind};
 use stackmask_formats::layout::{self, ArtifactMeta};
 use stackmask_runtime::{Engine, EngineError};
@@ -46,7 +46,7 @@ pub fn build(grammar: &str, spec: &str) -> Built {
         &source,
         &path.display().to_string(),
         spec,
-        lr::DEFAULT_MAX_STATES,
+        &pipeline::CompileOptions::default(),
         |_| {},
     )
     .unwrap_or_else(|e| panic!("{grammar} × {spec}: {e}"));

@@ -1,0 +1,618 @@
+//! Terminal DWA: from one lexer boundary, the terminal sequences each token realises.
+//!
+//! At a token boundary the matcher holds lexeme *groups*: lexemes in progress that
+//! started together, as one interned lexer configuration (stage `lexer_configs`). A
+//! token's bytes, fed from such a group, end the lexeme in progress (or not), start
+//! fresh lexemes, end those, … exactly as the GLR runtime lexes (DESIGN.md §1: greedy
+//! per terminal with one byte of lookahead, lazy terminals, ignore lexemes between
+//! lexemes but not first). Each way of doing so is a *word*: the non-ignore terminals
+//! the parser must shift, in order, followed by a [`FinalCheck`] on the lexeme the
+//! token ends inside. Which words are valid depends only on the parse stack, so
+//! tokens with the same set of words form one *token class*, and everything after
+//! this stage works on classes.
+//!
+//! The words from one boundary form a trie over terminals — a deterministic
+//! automaton whose states are word prefixes — and each class is a weight on the
+//! trie's final edges. The trie is built by walking the token trie once with every
+//! lexing thread at once (threads are deterministic per terminal, so they only fork
+//! where a lexeme ends and new ones start). End of sequence is one more "token": its
+//! word ends the lexeme in progress and then reads end of input.
+
+use stackmask_formats::{TablesRef, TrieRef};
+use std::collections::HashMap;
+
+/// "None" for terminal and node fields.
+pub const NONE: u32 = u32::MAX;
+
+/// A set of token classes of one boundary, as a bitset.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ClassSet(pub Vec<u64>);
+
+impl ClassSet {
+    /// The empty set over `n` classes.
+    pub fn empty(n: usize) -> Self {
+        ClassSet(vec![0; n.div_ceil(64)])
+    }
+    /// Adds class `k`.
+    pub fn insert(&mut self, k: u32) {
+        self.0[k as usize / 64] |= 1 << (k % 64);
+    }
+    /// Whether class `k` is in the set.
+    pub fn contains(&self, k: u32) -> bool {
+        self.0[k as usize / 64] >> (k % 64) & 1 != 0
+    }
+    /// `self |= other`.
+    pub fn union_with(&mut self, other: &ClassSet) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a |= b;
+        }
+    }
+    /// `self |= other & mask`.
+    pub fn union_masked(&mut self, other: &ClassSet, mask: &ClassSet) {
+        for ((a, b), m) in self.0.iter_mut().zip(&other.0).zip(&mask.0) {
+            *a |= b & m;
+        }
+    }
+    /// `self &= !other`.
+    pub fn remove_all(&mut self, other: &ClassSet) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a &= !b;
+        }
+    }
+    /// `self &= other`.
+    pub fn intersect_with(&mut self, other: &ClassSet) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a &= b;
+        }
+    }
+    /// Whether the two sets share a class.
+    pub fn intersects(&self, other: &ClassSet) -> bool {
+        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
+    }
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+    /// The classes in the set, in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(i, &w)| {
+            (0..64)
+                .filter(move |b| w >> b & 1 != 0)
+                .map(move |b| (i * 64 + b) as u32)
+        })
+    }
+}
+
+/// What must hold of the parse stack, once a word's terminals are shifted, for the
+/// token to be valid there (the lexeme it ends inside must be able to go on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FinalCheck {
+    /// Nothing: the token does not end the lexeme in progress at the boundary, whose
+    /// terminals the parser expected where it started (or, for end of sequence, the
+    /// parser accepted end of input).
+    Always,
+    /// The token ends inside a lexeme of this terminal that started within the token:
+    /// the parser must expect the terminal.
+    Expect(u32),
+    /// The token ends inside an ignore lexeme that started within the token: some
+    /// terminal must be able to follow it.
+    AnyExpected,
+}
+
+/// Where a Terminal DWA starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Boundary {
+    /// A group of lexemes in progress: an interned lexer configuration, of ignore
+    /// lexemes or of grammar lexemes.
+    Group {
+        /// The configuration.
+        config: u32,
+        /// Whether the lexemes are ignore lexemes.
+        ignore: bool,
+    },
+    /// The start of input: nothing in progress, lexemes start with the first byte.
+    Initial,
+}
+
+/// The Terminal DWA of one boundary: the words as a DAG with class weights.
+///
+/// Node 0 is the empty word. A node is reached from its predecessors by a terminal
+/// edge (one more terminal shifted) or by an ε edge into a *union* node: lexing
+/// threads that reached the same lexeme state at the same token position after
+/// different words (`++` as `INC` or as `PLUS PLUS`) share all their continuations, so
+/// they continue as one node whose words are the union of theirs. This keeps the
+/// automaton linear in the token lengths where the words are exponential.
+#[derive(Clone, Debug)]
+pub struct TerminalDwa {
+    /// The boundary.
+    pub boundary: Boundary,
+    /// Per node: its successors as `(terminal, node)`, or `(NONE, node)` for an ε
+    /// edge into a union node; end of input is the LR table's `eof` terminal.
+    pub succ: Vec<Vec<(u32, u32)>>,
+    /// Per node: the final checks of the words ending there, with their classes.
+    pub finals: Vec<Vec<(FinalCheck, ClassSet)>>,
+    /// Per class: its tokens (EOS included where it behaves like them).
+    pub class_tokens: Vec<Vec<u32>>,
+    /// Per node: the classes with a word through it (at the node or after it).
+    pub classes_below: Vec<ClassSet>,
+}
+
+impl TerminalDwa {
+    /// Number of token classes.
+    pub fn num_classes(&self) -> usize {
+        self.class_tokens.len()
+    }
+    /// Number of states (DAG nodes).
+    pub fn num_states(&self) -> usize {
+        self.succ.len()
+    }
+}
+
+/// What a lexing thread is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Kind {
+    /// A grammar lexeme that was in progress at the boundary.
+    Group,
+    /// An ignore lexeme that was in progress at the boundary.
+    GroupIgnore,
+    /// A grammar lexeme started within the token.
+    Fresh,
+    /// An ignore lexeme started within the token.
+    FreshIgnore,
+    /// The start of input: lexemes start with the next byte (no ignore lexeme unless
+    /// the grammar allows initial skips).
+    Start,
+}
+
+/// One lexing thread: the word so far and the lexeme in progress (a merged-DFA state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Thread {
+    word: u32,
+    kind: Kind,
+    state: u32,
+}
+
+/// The lexing facts shared by every boundary of a grammar.
+pub struct Lexing<'a> {
+    tables: TablesRef<'a>,
+    /// `follows[a * terminals + b]`: terminal `b` can be shifted right after terminal
+    /// `a` on some stack — some state entered by shifting `a` expects `b` (exact in
+    /// canonical LR(1), where "expects" means "can be shifted next"). A word with a
+    /// pair that cannot follow is valid on no stack, so the walk drops it at once;
+    /// without this, a run like `--------` has exponentially many lexings.
+    follows: Vec<bool>,
+    terminals: usize,
+    /// `class_reaches[k][c]`: configuration `c` is reachable from a start
+    /// configuration of expected class `k`.
+    class_reaches: Vec<Vec<bool>>,
+    /// Per first byte: merged-DFA states of grammar terminals that start with it (only
+    /// terminals some LR state expects).
+    fresh_start: Vec<Vec<u32>>,
+    /// Per first byte: merged-DFA states of ignore terminals that start with it.
+    ignore_start: Vec<Vec<u32>>,
+}
+
+impl<'a> Lexing<'a> {
+    /// Prepares the per-byte start states.
+    pub fn new(tables: TablesRef<'a>) -> Self {
+        let terminals = tables.dfa_start.len() as u32;
+        let used: Vec<u32> = (0..terminals)
+            .filter(|&t| (0..tables.lr.num_states).any(|s| tables.expects(s, t)))
+            .collect();
+        let starts = |ts: &[u32], b: u8| -> Vec<u32> {
+            ts.iter()
+                .map(|&t| tables.dfa_next(tables.dfa_start[t as usize], b))
+                .filter(|&g| g != 0)
+                .collect()
+        };
+        let n = terminals as usize;
+        let mut follows = vec![false; n * n];
+        for s in 0..tables.lr.num_states {
+            for a in 0..terminals {
+                for action in tables.lr.decoded_actions(s, a) {
+                    if let stackmask_formats::Action::Shift(to) = action {
+                        for b in 0..terminals {
+                            if tables.expects(to, b) {
+                                follows[a as usize * n + b as usize] = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let configs = tables.conf_flags.len();
+        let classes = tables.class_start.len() / 256;
+        let class_reaches = (0..classes)
+            .map(|k| {
+                reachable_configs(
+                    &tables,
+                    &mut tables.class_start[k * 256..(k + 1) * 256].iter().copied(),
+                    configs,
+                )
+            })
+            .collect();
+        Lexing {
+            tables,
+            follows,
+            terminals: n,
+            class_reaches,
+            fresh_start: (0..=255u8).map(|b| starts(&used, b)).collect(),
+            ignore_start: (0..=255u8).map(|b| starts(tables.ignore, b)).collect(),
+        }
+    }
+
+    /// Every boundary the runtime can be at between tokens: the start of input, and
+    /// every configuration reachable from a start configuration of grammar lexemes
+    /// (for groups of grammar lexemes) or of ignore lexemes (for ignore groups).
+    pub fn boundaries(&self) -> Vec<Boundary> {
+        let t = &self.tables;
+        let n = t.conf_flags.len();
+        let grammar = reachable_configs(t, &mut t.class_start.iter().copied(), n);
+        let ignore = reachable_configs(t, &mut t.ignore_start.iter().copied(), n);
+        let mut out = vec![Boundary::Initial];
+        for c in 0..n as u32 {
+            if grammar[c as usize] {
+                out.push(Boundary::Group {
+                    config: c,
+                    ignore: false,
+                });
+            }
+            if ignore[c as usize] {
+                out.push(Boundary::Group {
+                    config: c,
+                    ignore: true,
+                });
+            }
+        }
+        out
+    }
+
+    /// The LR states a group of `boundary` can have as heads, in increasing order:
+    /// the states whose expected class starts a configuration from which `boundary`'s
+    /// is reachable; the start state for the start of input; every state for ignore
+    /// groups (their heads are a whole frontier).
+    pub fn head_states(&self, boundary: Boundary) -> Vec<u32> {
+        let t = &self.tables;
+        match boundary {
+            Boundary::Initial => vec![t.lr.start_state],
+            Boundary::Group { ignore: true, .. } => (0..t.lr.num_states).collect(),
+            Boundary::Group {
+                config,
+                ignore: false,
+            } => (0..t.lr.num_states)
+                .filter(|&s| {
+                    self.class_reaches[t.state_class[s as usize] as usize][config as usize]
+                })
+                .collect(),
+        }
+    }
+
+    /// Builds the Terminal DWA of `boundary` over the token trie; `eos` is the end of
+    /// sequence token. Fails past `max_states` trie nodes.
+    pub fn build(
+        &self,
+        boundary: Boundary,
+        trie: TrieRef<'_>,
+        eos: u32,
+        max_states: usize,
+    ) -> Result<TerminalDwa, TerminalDwaLimitError> {
+        let t = &self.tables;
+        let eof = t.lr.eof();
+        let mut words = WordDag::new();
+        let root: Vec<Thread> = match boundary {
+            Boundary::Initial => vec![Thread {
+                word: 0,
+                kind: Kind::Start,
+                state: 0,
+            }],
+            Boundary::Group { config, ignore } => t
+                .conf_elems(config)
+                .iter()
+                .map(|&state| Thread {
+                    word: 0,
+                    kind: if ignore {
+                        Kind::GroupIgnore
+                    } else {
+                        Kind::Group
+                    },
+                    state,
+                })
+                .collect(),
+        };
+        let mut classes = ClassInterner::default();
+
+        // Depth-first over the flat token trie; levels[d] = threads after d bytes.
+        let mut levels: Vec<Vec<Thread>> = vec![root];
+        let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
+        let mut i = 1;
+        while i < trie.nodes.len() {
+            let node = &trie.nodes[i];
+            let d = node.depth as usize;
+            if levels.len() <= d {
+                levels.resize_with(d + 1, Vec::new);
+            }
+            let (before, after) = levels.split_at_mut(d);
+            let next = &mut after[0];
+            next.clear();
+            for &th in &before[d - 1] {
+                self.step(th, node.byte, &mut words, next);
+            }
+            if next.is_empty() {
+                i = trie.subtree_end(i);
+                continue;
+            }
+            words.merge(next);
+            if words.len() > max_states {
+                return Err(TerminalDwaLimitError { limit: max_states });
+            }
+            let tokens = trie.tokens_at(i);
+            if !tokens.is_empty() {
+                outcome.clear();
+                outcome.extend(next.iter().map(|th| {
+                    let check = match th.kind {
+                        Kind::Group | Kind::GroupIgnore => FinalCheck::Always,
+                        Kind::Fresh => FinalCheck::Expect(t.dfa_term[th.state as usize]),
+                        Kind::FreshIgnore => FinalCheck::AnyExpected,
+                        Kind::Start => unreachable!("a start thread always consumes a byte"),
+                    };
+                    (th.word, check)
+                }));
+                outcome.sort_unstable();
+                outcome.dedup();
+                classes.add(&outcome, tokens);
+            }
+            i += 1;
+        }
+
+        // End of sequence: the grammar lexeme in progress ends, then end of input.
+        outcome.clear();
+        match boundary {
+            Boundary::Initial => outcome.push((words.child(0, eof), FinalCheck::Always)),
+            Boundary::Group {
+                config,
+                ignore: false,
+            } => {
+                for &g in t.conf_elems(config) {
+                    let term = t.dfa_term[g as usize];
+                    if t.may_end(term, g, None) {
+                        let w = words.child(0, term);
+                        outcome.push((words.child(w, eof), FinalCheck::Always));
+                    }
+                }
+            }
+            Boundary::Group { ignore: true, .. } => {}
+        }
+        if !outcome.is_empty() {
+            outcome.sort_unstable();
+            outcome.dedup();
+            classes.add(&outcome, &[eos]);
+        }
+
+        let n = words.len();
+        let k = classes.tokens.len();
+        let mut finals: Vec<Vec<(FinalCheck, ClassSet)>> = vec![Vec::new(); n];
+        let mut classes_below = vec![ClassSet::empty(k); n];
+        for (class, outcomes) in classes.outcomes.iter().enumerate() {
+            for &(w, check) in outcomes {
+                let f = &mut finals[w as usize];
+                let at = match f.iter().position(|(c, _)| *c == check) {
+                    Some(at) => at,
+                    None => {
+                        f.push((check, ClassSet::empty(k)));
+                        f.len() - 1
+                    }
+                };
+                f[at].1.insert(class as u32);
+                classes_below[w as usize].insert(class as u32);
+            }
+        }
+        let mut succ = vec![Vec::new(); n];
+        for w in 1..n {
+            for &(label, from) in &words.preds[w] {
+                succ[from as usize].push((label, w as u32));
+            }
+        }
+        // A node is created after its predecessors: one backward pass sums what
+        // follows each node.
+        for w in (0..n).rev() {
+            for &(_, to) in &succ[w] {
+                let (lo, hi) = classes_below.split_at_mut(to as usize);
+                lo[w].union_with(&hi[0]);
+            }
+        }
+        for c in &mut succ {
+            c.sort_unstable();
+        }
+        for f in &mut finals {
+            f.sort_unstable_by_key(|(c, _)| *c);
+        }
+        Ok(TerminalDwa {
+            boundary,
+            succ,
+            finals,
+            class_tokens: classes.tokens,
+            classes_below,
+        })
+    }
+
+    /// One byte for one thread, as the GLR runtime lexes it.
+    fn step(&self, th: Thread, b: u8, words: &mut WordDag, out: &mut Vec<Thread>) {
+        let t = &self.tables;
+        if th.kind == Kind::Start {
+            self.start_lexemes(th.word, b, t.allow_initial_skip, words, out);
+            return;
+        }
+        let term = t.dfa_term[th.state as usize];
+        if t.may_end(term, th.state, Some(b)) {
+            let word = match th.kind {
+                Kind::Group | Kind::Fresh => words.child(th.word, term),
+                _ => th.word,
+            };
+            self.start_lexemes(word, b, true, words, out);
+        } else {
+            let next = t.dfa_next(th.state, b);
+            if next != 0 {
+                out.push(Thread { state: next, ..th });
+            }
+        }
+    }
+
+    /// Lexemes starting with byte `b` after `word` (only terminals that can follow
+    /// the word's last one).
+    fn start_lexemes(
+        &self,
+        word: u32,
+        b: u8,
+        with_ignore: bool,
+        words: &WordDag,
+        out: &mut Vec<Thread>,
+    ) {
+        let last = words.last[word as usize];
+        for &state in &self.fresh_start[b as usize] {
+            let x = self.tables.dfa_term[state as usize];
+            if last == NONE || self.follows[last as usize * self.terminals + x as usize] {
+                out.push(Thread {
+                    word,
+                    kind: Kind::Fresh,
+                    state,
+                });
+            }
+        }
+        if with_ignore {
+            out.extend(self.ignore_start[b as usize].iter().map(|&state| Thread {
+                word,
+                kind: Kind::FreshIgnore,
+                state,
+            }));
+        }
+    }
+}
+
+/// The configurations reachable by byte steps from `seeds` (0 excluded).
+fn reachable_configs(
+    t: &TablesRef<'_>,
+    seeds: &mut dyn Iterator<Item = u32>,
+    n: usize,
+) -> Vec<bool> {
+    let mut seen = vec![false; n];
+    let mut stack: Vec<u32> = seeds.filter(|&c| c != 0).collect();
+    while let Some(c) = stack.pop() {
+        if std::mem::replace(&mut seen[c as usize], true) {
+            continue;
+        }
+        stack.extend((0..=255u8).map(|b| t.conf_step(c, b)).filter(|&d| d != 0));
+    }
+    seen
+}
+
+/// The Terminal DWA of a boundary would exceed its limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the Terminal DWA needs more than {limit} states (max_terminal_dwa_states): tokens have too many lexings as terminal sequences")]
+pub struct TerminalDwaLimitError {
+    /// The limit.
+    pub limit: usize,
+}
+
+/// Words as a DAG with interned nodes (see [`TerminalDwa`]); node 0 is the empty word.
+struct WordDag {
+    /// Per node: its predecessors as `(terminal, node)`; `(NONE, member)` for a union.
+    preds: Vec<Vec<(u32, u32)>>,
+    /// Per node: the last terminal of every word it stands for ([`NONE`] for none):
+    /// unions only merge words that end alike, so that which terminals may follow
+    /// stays a property of the node.
+    last: Vec<u32>,
+    children: HashMap<(u32, u32), u32>,
+    unions: HashMap<Vec<u32>, u32>,
+}
+
+impl WordDag {
+    fn new() -> Self {
+        WordDag {
+            preds: vec![Vec::new()],
+            last: vec![NONE],
+            children: HashMap::new(),
+            unions: HashMap::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.preds.len()
+    }
+
+    fn child(&mut self, parent: u32, terminal: u32) -> u32 {
+        let next = self.preds.len() as u32;
+        *self.children.entry((parent, terminal)).or_insert_with(|| {
+            self.preds.push(vec![(terminal, parent)]);
+            self.last.push(terminal);
+            next
+        })
+    }
+
+    fn union(&mut self, members: Vec<u32>) -> u32 {
+        if let Some(&u) = self.unions.get(&members) {
+            return u;
+        }
+        let u = self.preds.len() as u32;
+        self.preds
+            .push(members.iter().map(|&m| (NONE, m)).collect());
+        self.last.push(self.last[members[0] as usize]);
+        self.unions.insert(members, u);
+        u
+    }
+
+    /// Sorts and deduplicates `threads`, then merges threads that differ only in
+    /// their word (same lexeme, same last terminal) into one thread on a union node.
+    fn merge(&mut self, threads: &mut Vec<Thread>) {
+        threads.sort_unstable_by_key(|t| (t.kind, t.state, self.last[t.word as usize], t.word));
+        threads.dedup();
+        let mut out = 0;
+        let mut i = 0;
+        while i < threads.len() {
+            let t = threads[i];
+            let last = self.last[t.word as usize];
+            let mut j = i + 1;
+            while j < threads.len()
+                && threads[j].kind == t.kind
+                && threads[j].state == t.state
+                && self.last[threads[j].word as usize] == last
+            {
+                j += 1;
+            }
+            let word = if j - i == 1 {
+                t.word
+            } else {
+                let members: Vec<u32> = threads[i..j].iter().map(|t| t.word).collect();
+                self.union(members)
+            };
+            threads[out] = Thread { word, ..t };
+            out += 1;
+            i = j;
+        }
+        threads.truncate(out);
+        threads.sort_unstable();
+    }
+}
+
+/// Token classes: tokens with the same set of (word, final check) outcomes.
+#[derive(Default)]
+struct ClassInterner {
+    ids: HashMap<Vec<(u32, FinalCheck)>, u32>,
+    outcomes: Vec<Vec<(u32, FinalCheck)>>,
+    tokens: Vec<Vec<u32>>,
+}
+
+impl ClassInterner {
+    fn add(&mut self, outcome: &[(u32, FinalCheck)], tokens: &[u32]) {
+        let k = match self.ids.get(outcome) {
+            Some(&k) => k,
+            None => {
+                let k = self.outcomes.len() as u32;
+                self.ids.insert(outcome.to_vec(), k);
+                self.outcomes.push(outcome.to_vec());
+                self.tokens.push(Vec::new());
+                k
+            }
+        };
+        self.tokens[k as usize].extend_from_slice(tokens);
+    }
+}

@@ -1,0 +1,106 @@
+//! `get_mask` on the compiled path: the Parser DWA walked over the GSS.
+//!
+//! Every lexeme group in progress starts the automaton state of its lexer
+//! configuration at each of its heads; the walk then reads LR states down the GSS, as
+//! a worklist over `(GSS node, automaton state)` pairs, ORing each transition's token
+//! set into the mask and following a node's edges while the automaton state still
+//! has undecided tokens. No token trie, no reduce chain: a table lookup and a sparse
+//! OR per stack level read.
+//!
+//! Termination: a GSS can have cycles (ε-reductions add an edge back to a node of the
+//! same step), and a cycle always passes through a node with two or more edges —
+//! a node's first edge, added when it is created, points to an older node. So pairs
+//! are remembered at such nodes (and at the heads), which also keeps an ambiguous
+//! stack from being walked once per path, while a plain stack costs no lookups.
+
+use super::gss::{Gss, NONE};
+use super::GlrState;
+use stackmask_formats::{ParserDwa, ParserDwaRef};
+use std::collections::HashSet;
+
+/// Reusable buffers for the walk (a warm walk allocates nothing).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DwaWalk {
+    work: Vec<(u32, u32)>,
+    seen: HashSet<u64>,
+}
+
+impl DwaWalk {
+    /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
+    /// is cleared first and must have the Parser DWA's validated width. Returns
+    /// `false`, with `mask` unspecified, if a group in progress is at a boundary the
+    /// compiler left to the token-trie walk ([`ParserDwa::FALLBACK`]).
+    pub fn fill(&mut self, state: &GlrState, dwa: &ParserDwaRef<'_>, mask: &mut [u32]) -> bool {
+        self.work.clear();
+        self.seen.clear();
+        let p = state.bytes_consumed();
+        if p == 0 {
+            if dwa.initial() == ParserDwa::FALLBACK {
+                return false;
+            }
+            self.push_head(0, dwa.initial());
+        } else {
+            for g in &state.groups[state.frame(p)] {
+                let start = dwa.start(g.config, g.ignore);
+                if start == ParserDwa::FALLBACK {
+                    return false;
+                }
+                if start == ParserDwa::STOP {
+                    continue;
+                }
+                for &h in &state.heads[g.heads_start as usize..g.heads_end as usize] {
+                    self.push_head(h, start);
+                }
+            }
+        }
+        mask.fill(0);
+        let gss: &Gss = &state.gss;
+        while let Some((mut node, mut d)) = self.work.pop() {
+            // Down one path while it does not fork.
+            loop {
+                let n = gss.nodes[node as usize];
+                let (next, w) = dwa.step(d, n.state);
+                if w != 0 {
+                    dwa.or_weight(w, mask);
+                }
+                if next == ParserDwa::STOP || n.first_edge == NONE {
+                    break;
+                }
+                let first = gss.edges[n.first_edge as usize];
+                if first.next == NONE {
+                    // One predecessor: a node with one edge is on no cycle (module docs).
+                    let to = gss.nodes[first.to as usize];
+                    if to.first_edge != NONE && gss.edges[to.first_edge as usize].next != NONE {
+                        if self.seen.insert(pair(first.to, next)) {
+                            (node, d) = (first.to, next);
+                            continue;
+                        }
+                        break;
+                    }
+                    (node, d) = (first.to, next);
+                    continue;
+                }
+                let mut e = n.first_edge;
+                while e != NONE {
+                    let edge = gss.edges[e as usize];
+                    if self.seen.insert(pair(edge.to, next)) {
+                        self.work.push((edge.to, next));
+                    }
+                    e = edge.next;
+                }
+                break;
+            }
+        }
+        true
+    }
+
+    fn push_head(&mut self, node: u32, d: u32) {
+        if self.seen.insert(pair(node, d)) {
+            self.work.push((node, d));
+        }
+    }
+}
+
+fn pair(node: u32, d: u32) -> u64 {
+    (node as u64) << 32 | d as u64
+}
