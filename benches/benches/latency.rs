@@ -4,9 +4,10 @@
 //!
 //! - commit: every token of the canonical traces of real documents, repeated
 //!   (`STACKMASK_REPEATS`, default 200); the first pass warms up and is not recorded.
-//! - get_mask: the first `STACKMASK_MASK_STEPS` (default 150) steps of each trace.
-//!   stackmask's `fill_mask` is still the interim token-trie walk over the GLR parser,
-//!   not the precompiled Parser DWA, so this row measures that walk.
+//! - get_mask: the first `STACKMASK_MASK_STEPS` (default 150) steps of each trace:
+//!   stackmask's `fill_mask` walks the Parser DWA over the GSS (falling back to the
+//!   token-trie walk at lexer boundaries the compiler left to it, see `inspect`).
+//! - `STACKMASK_GRAMMARS=json.lark,c.lark` picks workloads (default: all).
 //!
 //! Each call is timed on its own (`Instant` around one call, ~20–30 ns of overhead);
 //! these machines are shared and noisy, so compare the ratios, not absolute times.
@@ -67,7 +68,15 @@ fn main() {
     };
     let repeats = env("STACKMASK_REPEATS", 200);
     let mask_steps = env("STACKMASK_MASK_STEPS", 150);
+    let only = std::env::var("STACKMASK_GRAMMARS").ok();
     for w in workload::standard() {
+        let picked = |o: &str| {
+            o.split(',')
+                .any(|g| w.name.starts_with(g.trim_end_matches(".lark")))
+        };
+        if only.as_deref().is_some_and(|o| !picked(o)) {
+            continue;
+        }
         println!(
             "{} ({} tokens in {} documents)",
             w.name,
@@ -148,11 +157,10 @@ fn main() {
                 }
             }
         }
-        println!("{}", row("stackmask get_mask*", &ours));
+        println!("{}", row("stackmask get_mask", &ours));
         if !theirs.is_empty() {
             println!("{}", row("llguidance get_mask", &theirs));
             println!("{}", ratio("get_mask", &ours, &theirs));
         }
     }
-    println!("* interim: token-trie walk over the GLR parser (the Parser DWA is not built yet)");
 }

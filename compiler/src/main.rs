@@ -519,25 +519,59 @@ fn trace_artifact(
         Matcher::new(engine.clone()),
         reference,
         vec![0u32; engine.mask_words()],
+        Vec::<u8>::new(),
     ));
     let step = std::cell::Cell::new(0usize);
+    let vocab = &tokenizer.vocab;
+    let eos = tokenizer.eos();
+    let describe = |ids: Vec<u32>| -> String {
+        let shown: Vec<String> = ids
+            .iter()
+            .take(20)
+            .map(|&id| {
+                if id == eos {
+                    format!("{id} EOS")
+                } else {
+                    format!("{id} {:?}", String::from_utf8_lossy(vocab.token_bytes(id)))
+                }
+            })
+            .collect();
+        let more = ids.len().saturating_sub(20);
+        format!(
+            "[{}{}]",
+            shown.join(", "),
+            if more > 0 {
+                format!(", … {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
     run_trace(
         &tokenizer,
         text,
         jsonl,
         engine.mask_words(),
         |m| {
-            let (matcher, reference, other) = &mut *state.borrow_mut();
+            let (matcher, reference, other, prefix) = &mut *state.borrow_mut();
             matcher.fill_mask(m);
             if let Some(r) = reference {
                 r.fill_mask(other);
                 if other != m {
-                    let diff = (0..m.len() * 32)
-                        .find(|&i| (m[i / 32] ^ other[i / 32]) >> (i % 32) & 1 != 0)
-                        .unwrap_or(0);
+                    let only = |a: &[u32], b: &[u32]| -> Vec<u32> {
+                        (0..a.len() * 32)
+                            .filter(|&i| (a[i / 32] & !b[i / 32]) >> (i % 32) & 1 != 0)
+                            .map(|i| i as u32)
+                            .collect()
+                    };
+                    let tail = &prefix[prefix.len().saturating_sub(120)..];
                     return Err(rejected(format!(
-                        "step {}: compiled and reference masks differ (first at token {diff})",
-                        step.get()
+                        "step {} (after {} bytes, ending {:?}): compiled and reference masks differ\n  only in the compiled mask: {}\n  only in the reference mask: {}",
+                        step.get(),
+                        prefix.len(),
+                        String::from_utf8_lossy(tail),
+                        describe(only(m, other)),
+                        describe(only(other, m))
                     )));
                 }
             }
@@ -545,10 +579,13 @@ fn trace_artifact(
             Ok(())
         },
         |t| {
-            let (matcher, reference, _) = &mut *state.borrow_mut();
+            let (matcher, reference, _, prefix) = &mut *state.borrow_mut();
             matcher.commit(t).map_err(|e| e.to_string())?;
             if let Some(r) = reference {
                 r.commit(t).map_err(|e| format!("reference: {e}"))?;
+            }
+            if t != eos {
+                prefix.extend_from_slice(vocab.token_bytes(t));
             }
             Ok(())
         },

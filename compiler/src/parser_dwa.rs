@@ -49,8 +49,8 @@ impl Default for ParserDwaLimits {
             max_states: 1 << 21,
             max_weight_bytes: 1 << 30,
             max_terminal_states: 1 << 22,
-            boundary_states: 20_000,
-            boundary_steps: 20_000_000,
+            boundary_states: 5_000,
+            boundary_steps: 4_000_000,
         }
     }
 }
@@ -97,6 +97,10 @@ pub enum ParserDwaError {
         boundary: String,
     },
 }
+
+/// What one transition costs against [`ParserDwaLimits::boundary_steps`] besides its
+/// simulation steps.
+const STEP_COST: usize = 20;
 
 /// Simulation steps for one stack state read before the compile gives up.
 pub const MAX_SIMULATION_STEPS: usize = 4_000_000;
@@ -518,7 +522,9 @@ impl Builder<'_> {
                 s.resume(th.node, th.term, &known)?;
             }
         }
-        let spent = MAX_SIMULATION_STEPS - s.budget;
+        // A step costs its simulation plus a fixed share for normalizing and
+        // interning its result, so that many cheap steps count too.
+        let spent = MAX_SIMULATION_STEPS - s.budget + STEP_COST;
         *steps_left = steps_left
             .checked_sub(spent)
             .ok_or(StepError::BoundaryBudget)?;
