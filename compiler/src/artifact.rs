@@ -27,6 +27,20 @@ pub struct ArtifactInputs<'a> {
     pub dwa_stats: ParserDwaStats,
 }
 
+/// The mask-path statistics recorded in an artifact's metadata.
+pub fn mask_stats(stats: &ParserDwaStats, dwa: &ParserDwa) -> MaskStats {
+    MaskStats {
+        boundaries: stats.boundaries as u32,
+        token_classes: stats.token_classes as u32,
+        terminal_dwa_states: stats.terminal_dwa_states as u32,
+        parser_dwa_states: dwa.num_states() as u32,
+        parser_dwa_transitions: dwa.keys.len() as u32,
+        weights: dwa.num_weights() as u32,
+        weight_bytes: 8 * dwa.weight_words.len() as u64,
+        fallback_boundaries: stats.fallback_boundaries as u32,
+    }
+}
+
 /// Serializes a compiled grammar and its vocabulary into artifact bytes.
 pub fn build_artifact(
     lexed: &LexedGrammar,
@@ -50,16 +64,7 @@ pub fn build_artifact(
         allow_initial_skip: t.allow_initial_skip,
         conflicts: compiled.automaton.conflicts.len() as u32,
         lexer_configs: t.configs.flags.len() as u32,
-        mask_stats: MaskStats {
-            boundaries: inputs.dwa_stats.boundaries as u32,
-            token_classes: inputs.dwa_stats.token_classes as u32,
-            terminal_dwa_states: inputs.dwa_stats.terminal_dwa_states as u32,
-            parser_dwa_states: inputs.parser_dwa.num_states() as u32,
-            parser_dwa_transitions: inputs.parser_dwa.keys.len() as u32,
-            weights: inputs.parser_dwa.num_weights() as u32,
-            weight_bytes: 8 * inputs.parser_dwa.weight_words.len() as u64,
-            fallback_boundaries: inputs.dwa_stats.fallback_boundaries as u32,
-        },
+        mask_stats: mask_stats(&inputs.dwa_stats, inputs.parser_dwa),
     };
     let mut w = ArtifactWriter::new(
         content_hash(inputs.grammar_source.as_bytes()),

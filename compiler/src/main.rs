@@ -291,20 +291,26 @@ fn compile(
         built.tokenizer.vocab.len(),
         built.trie.nodes.len()
     );
-    let st = &built.dwa_stats;
-    let d = &built.parser_dwa;
+    print_mask_stats(&stackmask_compiler::artifact::mask_stats(
+        &built.dwa_stats,
+        &built.parser_dwa,
+    ));
+    Ok(())
+}
+
+/// One line on the compiled mask path (`compile` and `inspect`).
+fn print_mask_stats(ms: &stackmask_formats::layout::MaskStats) {
     out!(
         "  mask path: {} lexer boundaries ({} left to the trie walk), {} token classes, {} Terminal DWA states; Parser DWA {} states, {} transitions, {} token sets ({:.2} MB)",
-        st.boundaries,
-        st.fallback_boundaries,
-        st.token_classes,
-        st.terminal_dwa_states,
-        d.num_states(),
-        d.keys.len(),
-        d.num_weights(),
-        8.0 * d.weight_words.len() as f64 / 1e6
+        ms.boundaries,
+        ms.fallback_boundaries,
+        ms.token_classes,
+        ms.terminal_dwa_states,
+        ms.parser_dwa_states,
+        ms.parser_dwa_transitions,
+        ms.weights,
+        ms.weight_bytes as f64 / 1e6
     );
-    Ok(())
 }
 
 /// Writes through a temporary file and a rename, so readers never see half a file.
@@ -349,18 +355,7 @@ fn inspect(path: &Path) -> Result<(), Failure> {
         engine.tables().dfa_flags.len(),
         m.lexer_configs
     );
-    let ms = &m.mask_stats;
-    out!(
-        "  mask path: {} lexer boundaries ({} left to the trie walk), {} token classes, {} Terminal DWA states; Parser DWA {} states, {} transitions, {} token sets ({:.2} MB)",
-        ms.boundaries,
-        ms.fallback_boundaries,
-        ms.token_classes,
-        ms.terminal_dwa_states,
-        ms.parser_dwa_states,
-        ms.parser_dwa_transitions,
-        ms.weights,
-        ms.weight_bytes as f64 / 1e6
-    );
+    print_mask_stats(&m.mask_stats);
     out!("  sections:");
     for s in artifact.sections() {
         out!(

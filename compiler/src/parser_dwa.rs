@@ -8,9 +8,9 @@
 //! `(node, known stack)` and cut where every class below is decided); a simulation
 //! that pops everything it has seen becomes a *thread* `(Terminal DWA node, terminal
 //! in progress, states still to pop, nonterminal to goto)` that waits for the next
-//! state down. Pushes made while
-//! simulating live only in the known part and cancel against later pops; what is
-//! left pushed when a word ends is dropped (commit does the real update). An
+//! state down. Pushes made while simulating live only in the known part and cancel
+//! against later pops; what is left pushed when a word ends is dropped (commit does
+//! the real update). An
 //! automaton state is the set of waiting threads plus the classes still undecided;
 //! the subset construction over those states, with the classes each step proves
 //! valid as the transition's weight, is the deterministic Parser DWA. A state without
@@ -85,9 +85,6 @@ pub enum ParserDwaError {
     /// A template did not end.
     #[error("{0}")]
     ReductionChain(#[from] ReductionChainError),
-    /// Internal: a boundary past its budget (never returned).
-    #[error("internal: boundary left to the run-time trie walk")]
-    Fallback,
     /// One stack state read needed too many simulation steps.
     #[error("reading one stack state needed more than {limit} simulation steps (the tokens' terminal sequences are too ambiguous); the limit was reached with {boundary}")]
     Simulation {
@@ -122,7 +119,7 @@ impl From<ReductionChainError> for StepError {
 /// A waiting simulation: see the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Thread {
-    /// Word-trie node: the word shifted so far, plus `term` if that is pending.
+    /// Terminal DWA node: the words shifted so far, plus `term` if that is pending.
     node: u32,
     /// The terminal whose template is in progress ([`NONE`]: none, continue at `node`).
     term: u32,
@@ -205,7 +202,6 @@ pub fn build_parser_dwa(
                 tdwa: &tdwa,
                 goto_states: &goto_states,
                 heads: lexing.head_states(b),
-                track_decided: true,
             };
             let r = builder.build(vocab_len, &counter, &limits, &|| describe(b));
             // Per-boundary sizes and times, for finding what makes a grammar expensive.
@@ -307,8 +303,6 @@ struct Builder<'a> {
     goto_states: &'a [Vec<u32>],
     /// The LR states a head of this boundary can be in (the first state read).
     heads: Vec<u32>,
-    /// Whether automaton states remember which classes earlier reads decided.
-    track_decided: bool,
 }
 
 /// What one step (one LR state read) produced.
@@ -317,7 +311,6 @@ struct Step<'a> {
     undecided: &'a ClassSet,
     accepted: ClassSet,
     threads: Vec<Thread>,
-    effects: Vec<Effect>,
     /// `(node, known stack)` pairs explored in this step.
     seen: std::collections::HashSet<(u32, Vec<u32>)>,
     budget: usize,
@@ -405,18 +398,16 @@ impl Builder<'_> {
             }
             let mut trans = Vec::new();
             for r in candidates {
-                let stepped = self.step(&key, r, &mut steps_left).map_err(|e| match e {
-                    StepError::Chain(e) => ParserDwaError::ReductionChain(e),
-                    StepError::Budget => ParserDwaError::Simulation {
-                        limit: MAX_SIMULATION_STEPS,
-                        boundary: describe(),
-                    },
-                    StepError::BoundaryBudget => ParserDwaError::Fallback,
-                });
-                let (next, accepted) = match stepped {
-                    Err(ParserDwaError::Fallback) => return Ok(None),
-                    Err(e) => return Err(e),
+                let (next, accepted) = match self.step(&key, r, &mut steps_left) {
                     Ok(x) => x,
+                    Err(StepError::BoundaryBudget) => return Ok(None),
+                    Err(StepError::Chain(e)) => return Err(e.into()),
+                    Err(StepError::Budget) => {
+                        return Err(ParserDwaError::Simulation {
+                            limit: MAX_SIMULATION_STEPS,
+                            boundary: describe(),
+                        })
+                    }
                 };
                 if accepted.is_empty() && next == default_key {
                     continue;
@@ -497,7 +488,6 @@ impl Builder<'_> {
             undecided: &key.undecided,
             accepted: ClassSet(vec![0; key.undecided.0.len()]),
             threads: Vec::new(),
-            effects: Vec::new(),
             seen: Default::default(),
             budget: MAX_SIMULATION_STEPS,
         };
@@ -530,9 +520,7 @@ impl Builder<'_> {
             .ok_or(StepError::BoundaryBudget)?;
         let accepted = s.accepted;
         let mut undecided = key.undecided.clone();
-        if self.track_decided {
-            undecided.remove_all(&accepted);
-        }
+        undecided.remove_all(&accepted);
         Ok((self.normalize(s.threads, undecided), accepted))
     }
 }
@@ -581,9 +569,8 @@ impl Step<'_> {
     /// Runs `term`'s template on `known`, then continues at `node` (the node the
     /// terminal leads to) with each outcome.
     fn resume(&mut self, node: u32, term: u32, known: &[u32]) -> Result<(), StepError> {
-        let start = self.effects.len();
-        template::apply(&self.b.tables.lr, known, term, &mut self.effects)?;
-        let effects: Vec<Effect> = self.effects.drain(start..).collect();
+        let mut effects = Vec::new();
+        template::apply(&self.b.tables.lr, known, term, &mut effects)?;
         for e in effects {
             match e {
                 Effect::Shifted(v) => self.explore(node, &v)?,

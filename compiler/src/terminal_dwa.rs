@@ -37,10 +37,6 @@ impl ClassSet {
     pub fn insert(&mut self, k: u32) {
         self.0[k as usize / 64] |= 1 << (k % 64);
     }
-    /// Whether class `k` is in the set.
-    pub fn contains(&self, k: u32) -> bool {
-        self.0[k as usize / 64] >> (k % 64) & 1 != 0
-    }
     /// `self |= other`.
     pub fn union_with(&mut self, other: &ClassSet) {
         for (a, b) in self.0.iter_mut().zip(&other.0) {
@@ -247,11 +243,10 @@ impl<'a> Lexing<'a> {
     pub fn boundaries(&self) -> Vec<Boundary> {
         let t = &self.tables;
         let n = t.conf_flags.len();
-        let grammar = reachable_configs(t, &mut t.class_start.iter().copied(), n);
         let ignore = reachable_configs(t, &mut t.ignore_start.iter().copied(), n);
         let mut out = vec![Boundary::Initial];
         for c in 0..n as u32 {
-            if grammar[c as usize] {
+            if self.class_reaches.iter().any(|r| r[c as usize]) {
                 out.push(Boundary::Group {
                     config: c,
                     ignore: false,
@@ -288,7 +283,7 @@ impl<'a> Lexing<'a> {
     }
 
     /// Builds the Terminal DWA of `boundary` over the token trie; `eos` is the end of
-    /// sequence token. Fails past `max_states` trie nodes.
+    /// sequence token. Fails past `max_states` nodes.
     pub fn build(
         &self,
         boundary: Boundary,

@@ -15,10 +15,9 @@ mod compiled_support;
 
 use common::{mask_ids, strings, GrammarShape, Rng};
 use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
-use stackmask_compiler::lexer::compile_terminal;
 use stackmask_compiler::parser_dwa::ParserDwaError;
-use stackmask_compiler::pipeline::{self, CompileError, CompileOptions, LexedGrammar};
-use stackmask_formats::{Grammar, TokenKind, Vocabulary};
+use stackmask_compiler::pipeline::{self, CompileError, CompileOptions};
+use stackmask_formats::{Grammar, Vocabulary};
 use stackmask_runtime::reference::ReferenceMatcher;
 use stackmask_runtime::{Engine, Matcher};
 use std::sync::Arc;
@@ -37,37 +36,21 @@ fn random_grammar(rng: &mut Rng) -> Grammar {
 }
 
 fn random_vocab(rng: &mut Rng) -> Vocabulary {
-    let mut entries: Vec<Option<(Vec<u8>, TokenKind)>> = strings(b"abc ", 2)
+    let mut tokens: Vec<Vec<u8>> = strings(b"abc ", 2)
         .into_iter()
         .filter(|_| rng.chance(60))
-        .map(|s| Some((s, TokenKind::Normal)))
         .collect();
     for _ in 0..12 {
         let len = 3 + rng.below(3);
-        let s: Vec<u8> = (0..len).map(|_| b"abc "[rng.below(4)]).collect();
-        entries.push(Some((s, TokenKind::Normal)));
+        tokens.push((0..len).map(|_| b"abc "[rng.below(4)]).collect());
     }
-    if let Some(Some((b, _))) = entries.first().cloned() {
-        entries.push(Some((b, TokenKind::Normal)));
-    }
-    entries.push(None);
-    entries.push(Some((b"<eos>".to_vec(), TokenKind::Special)));
-    let eos = entries.len() as u32 - 1;
-    Vocabulary::from_entries("random", entries, eos)
+    common::vocab_with_extras("random", tokens)
 }
 
 /// Compiles `g` for `vocab` into a loaded engine, or `None` if the compiled path
 /// refuses the grammar for greedy dead ends.
 fn engine(g: &Grammar, vocab: &Vocabulary) -> Option<Arc<Engine>> {
-    let dfas = g
-        .terminals
-        .iter()
-        .map(|t| compile_terminal(&t.regex).unwrap())
-        .collect::<Vec<_>>();
-    let lexed = LexedGrammar {
-        grammar: g.clone(),
-        dfas,
-    };
+    let lexed = common::lexed(g);
     let compiled = match pipeline::compile_parser(&lexed, 100_000) {
         Ok(c) => c,
         Err(CompileError::DeadEnd(_)) => return None,

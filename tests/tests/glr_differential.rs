@@ -8,7 +8,6 @@
 mod common;
 
 use common::{strings, workspace, GrammarShape, Rng};
-use stackmask_compiler::lexer::compile_terminal;
 use stackmask_compiler::pipeline::{self, CompileError, LexedGrammar};
 use stackmask_formats::{Grammar, TokenKind, Vocabulary};
 use stackmask_runtime::glr::{GlrRecognizer, GlrState};
@@ -99,15 +98,8 @@ fn random_grammars(cases: usize) {
     for case in 0..cases {
         let mut rng = Rng(0xdead_beef ^ (case as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let g = random_grammar(&mut rng);
-        let dfas = g
-            .terminals
-            .iter()
-            .map(|t| compile_terminal(&t.regex).unwrap())
-            .collect::<Vec<_>>();
-        let lexed = LexedGrammar {
-            grammar: g.clone(),
-            dfas: dfas.clone(),
-        };
+        let lexed = common::lexed(&g);
+        let dfas = lexed.dfas.clone();
         let compiled = match pipeline::compile_parser(&lexed, 100_000) {
             Ok(c) => c,
             Err(CompileError::DeadEnd(_)) => {

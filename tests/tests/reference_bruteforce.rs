@@ -33,20 +33,12 @@ fn random_grammar(rng: &mut Rng) -> Grammar {
 }
 
 fn random_vocab(rng: &mut Rng) -> Vocabulary {
-    let all = strings(ALPHABET, 3);
-    let mut entries: Vec<Option<(Vec<u8>, TokenKind)>> = all
+    // Plus a duplicate id for the same bytes, an unused id and the EOS special token.
+    let tokens = strings(ALPHABET, 3)
         .into_iter()
         .filter(|_| rng.chance(70))
-        .map(|s| Some((s, TokenKind::Normal)))
         .collect();
-    // A duplicate id for the same bytes, an unused id and the EOS special token.
-    if let Some(Some((b, _))) = entries.first().cloned() {
-        entries.push(Some((b, TokenKind::Normal)));
-    }
-    entries.push(None);
-    entries.push(Some((b"<eos>".to_vec(), TokenKind::Special)));
-    let eos = entries.len() as u32 - 1;
-    Vocabulary::from_entries("random", entries, eos)
+    common::vocab_with_extras("random", tokens)
 }
 
 fn build_trie(v: &Vocabulary) -> stackmask_formats::TokenTrie {

@@ -218,6 +218,39 @@ pub fn recognize(
     }
 }
 
+/// A grammar IR with its terminals compiled to DFAs, as the pipeline's lexed grammar.
+pub fn lexed(g: &Grammar) -> stackmask_compiler::pipeline::LexedGrammar {
+    let dfas = g
+        .terminals
+        .iter()
+        .map(|t| {
+            stackmask_compiler::lexer::compile_terminal(&t.regex)
+                .unwrap_or_else(|e| panic!("{}: {e}", t.regex))
+        })
+        .collect();
+    stackmask_compiler::pipeline::LexedGrammar {
+        grammar: g.clone(),
+        dfas,
+    }
+}
+
+/// A vocabulary of ordinary tokens with these bytes (ids in order), then a duplicate id
+/// for the first token's bytes, an unused id and the EOS special token (the last id).
+pub fn vocab_with_extras(name: &str, tokens: Vec<Vec<u8>>) -> stackmask_formats::Vocabulary {
+    use stackmask_formats::{TokenKind, Vocabulary};
+    let mut entries: Vec<Option<(Vec<u8>, TokenKind)>> = tokens
+        .into_iter()
+        .map(|s| Some((s, TokenKind::Normal)))
+        .collect();
+    if let Some(Some((b, _))) = entries.first().cloned() {
+        entries.push(Some((b, TokenKind::Normal)));
+    }
+    entries.push(None);
+    entries.push(Some((b"<eos>".to_vec(), TokenKind::Special)));
+    let eos = entries.len() as u32 - 1;
+    Vocabulary::from_entries(name, entries, eos)
+}
+
 /// Sorted file paths in `dir` (files only, not recursive).
 pub fn files_in(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
