@@ -1,11 +1,10 @@
-//! Greedy-lexing dead ends: the check that lets the compiled path use plain liveness.
+//! Greedy-lexing dead ends: whether a grammar has any.
 //!
 //! Under DESIGN.md §1 a greedy lexeme ending in DFA state `q` forbids the next lexeme
 //! from starting with a byte that extends `q`. A lexeme can therefore be alive while
 //! every way to finish it blocks whatever the grammar requires next (`start: A B`,
-//! `A: /a+/`, `B: "a"` has no sentence). The reference path decides this exactly at
-//! run time; the compiled path instead requires, at compile time, a grammar where it
-//! cannot happen:
+//! `A: /a+/`, `B: "a"` has no sentence). This module decides, cheaply and from the
+//! grammar alone, that this cannot happen:
 //!
 //! for every terminal `t`, every live state `q` of its DFA, and every non-ignore
 //! terminal `u` that may follow `t`, some accepting state reachable from `q` lets `u`
@@ -15,19 +14,21 @@
 //!
 //! Then every live configuration has a completion (finish each lexeme in such a
 //! state; by induction the rest of the derivation can be lexed), so "some lexeme is
-//! live and expected" is exact. JSON, C, SQL and arithmetic grammars pass; a grammar
-//! that fails gets an error naming the two terminals.
+//! live and expected" is exact, and the grammar is compiled as it is. JSON, C, SQL and
+//! arithmetic grammars pass. A grammar that fails is compiled through the
+//! grammar × lexeme-adjacency product ([`crate::adjacency_product`]), which is exact
+//! there too; the [`DeadEndError`] names the first place found.
 
 use crate::analysis::{members, terminal_follow, FirstSets};
 use stackmask_formats::dfa::ReverseEdges;
 use stackmask_formats::{ByteDfa, Grammar, Location, Symbol};
 
-/// Where a grammar may dead-end under greedy lexing. The message starts with
+/// Where a grammar may dead-end under greedy lexing (not an error: the place the
+/// product stage reports when its own limit is hit). The message starts with
 /// `file:line:col` of `after`'s definition and names where `before` is defined.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{}: after terminal {after}, greedy lexing may block {before} (defined at {}; input {example:?} cannot be ended so that {before} can start); \
-     the compiled path needs grammars without such dead ends (the reference path handles them): make {after} lazy or separate the two",
+    "{}: after terminal {after}, greedy lexing may block {before} (defined at {}; input {example:?} cannot be ended so that {before} can start)",
     at(.source_name, .after_at), at(.source_name, .before_at)
 )]
 pub struct DeadEndError {
@@ -53,11 +54,12 @@ fn at(source_name: &str, location: &Option<Location>) -> String {
     }
 }
 
-type ByteSet = [bool; 256];
+/// A set of bytes.
+pub(crate) type ByteSet = [bool; 256];
 
 /// Per ignore terminal and first byte: the exit byte-sets of the accepting states a
 /// lexeme starting with that byte can end in.
-fn ignore_exits(g: &Grammar, dfas: &[ByteDfa]) -> Vec<Vec<Vec<ByteSet>>> {
+pub(crate) fn ignore_exits(g: &Grammar, dfas: &[ByteDfa]) -> Vec<Vec<Vec<ByteSet>>> {
     g.ignore
         .iter()
         .map(|&ig| {
@@ -88,13 +90,13 @@ fn ignore_exits(g: &Grammar, dfas: &[ByteDfa]) -> Vec<Vec<Vec<ByteSet>>> {
 }
 
 /// Bytes allowed right after a lexeme ending in accepting state `q`.
-fn exit_bytes(d: &ByteDfa, q: u32, lazy: bool) -> ByteSet {
+pub(crate) fn exit_bytes(d: &ByteDfa, q: u32, lazy: bool) -> ByteSet {
     std::array::from_fn(|b| lazy || !d.extends(q, b as u8))
 }
 
 /// Bytes that may start the next non-ignore lexeme after exit `e`, ignore lexemes
 /// allowed in between.
-fn allowed_first(e: &ByteSet, ign: &[Vec<Vec<ByteSet>>]) -> ByteSet {
+pub(crate) fn allowed_first(e: &ByteSet, ign: &[Vec<Vec<ByteSet>>]) -> ByteSet {
     let mut out = *e;
     let mut seen: Vec<ByteSet> = vec![*e];
     let mut stack = vec![*e];

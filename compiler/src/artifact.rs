@@ -2,7 +2,7 @@
 //! `formats/ARTIFACT.md` and [`stackmask_formats::layout`]).
 
 use crate::parser_dwa::ParserDwaStats;
-use crate::pipeline::{CompiledParser, LexedGrammar};
+use crate::pipeline::CompiledParser;
 use stackmask_formats::artifact::{content_hash, ArtifactError, ArtifactWriter};
 use stackmask_formats::layout::MaskStats;
 use stackmask_formats::layout::{self, ArtifactMeta};
@@ -43,7 +43,6 @@ pub fn mask_stats(stats: &ParserDwaStats, dwa: &ParserDwa) -> MaskStats {
 
 /// Serializes a compiled grammar and its vocabulary into artifact bytes.
 pub fn build_artifact(
-    lexed: &LexedGrammar,
     compiled: &CompiledParser,
     inputs: &ArtifactInputs<'_>,
 ) -> Result<Vec<u8>, ArtifactError> {
@@ -53,7 +52,7 @@ pub fn build_artifact(
         stackmask_version: env!("CARGO_PKG_VERSION").to_string(),
         grammar_name: inputs.grammar_name.to_string(),
         tokenizer: inputs.tokenizer.to_string(),
-        grammar: lexed.grammar.clone(),
+        grammar: compiled.lexed.grammar.clone(),
         vocab_len: inputs.vocab.len() as u32,
         eos: inputs.vocab.eos,
         num_terminals: lr.num_terminals,
@@ -92,6 +91,8 @@ pub fn build_artifact(
     w.add_pod(layout::CONF_ELEMS, &c.elems)?;
     w.add_pod(layout::CONF_FLAGS, &c.flags)?;
     w.add_pod(layout::DFA_TERM, &c.dfa_term)?;
+    w.add_pod(layout::IGNORE_FOLLOW, &t.ignore_follow)?;
+    w.add_pod(layout::FOLLOW_SETS, &t.follow_sets)?;
     w.add_pod(layout::VOCAB_BYTES, &inputs.vocab.bytes)?;
     w.add_pod(layout::VOCAB_OFFSETS, &inputs.vocab.offsets)?;
     let kinds: Vec<u8> = inputs

@@ -82,7 +82,7 @@ pub fn build_lexer_configs(
     let start_of = |terms: &mut dyn Iterator<Item = u32>, b: u8| -> Vec<u32> {
         let mut v: Vec<u32> = terms
             .map(|term| view.dfa_next(t.dfa_start[term as usize], b))
-            .filter(|&g| g != 0)
+            .filter(|&g| view.dfa_live(g))
             .collect();
         v.sort_unstable();
         v
@@ -121,7 +121,9 @@ pub fn build_lexer_configs(
                     !(t.lazy[dfa_term[g as usize] as usize] != 0 && view.dfa_accepting(g))
                 })
                 .map(|&g| view.dfa_next(g, b))
-                .filter(|&g| g != 0)
+                // Live, not merely nonzero: a split terminal's lexeme can be extended
+                // into a state where it can no longer end (`ByteDfa::extends`).
+                .filter(|&g| view.dfa_live(g))
                 .collect();
             v.sort_unstable();
             next.push(interner.intern(v)?);

@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod adjacency;
+pub mod adjacency_product;
 pub mod analysis;
 pub mod artifact;
 pub mod frontend;

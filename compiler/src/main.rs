@@ -236,7 +236,19 @@ fn check(path: &Path) -> Result<(), Failure> {
                 compiled.automaton.conflicts.len(),
                 if compiled.automaton.conflicts.is_empty() { "" } else { ":" }
             );
-            let report = compiled.automaton.conflict_report(&lexed.grammar);
+            if let Err(dead_end) =
+                stackmask_compiler::adjacency::check_dead_ends(&lexed.grammar, &lexed.dfas)
+            {
+                let p = &compiled.lexed.grammar;
+                out!("  greedy dead ends: {dead_end}");
+                out!(
+                    "  exact through the grammar x lexeme-adjacency product: {} terminals, {} nonterminals, {} rules",
+                    p.terminals.len(),
+                    p.nonterminals.len(),
+                    p.rules.len()
+                );
+            }
+            let report = compiled.automaton.conflict_report(&compiled.lexed.grammar);
             if !report.is_empty() {
                 out!("{}", report.trim_end());
             }
@@ -283,7 +295,7 @@ fn compile(
         output.display(),
         built.bytes.len() as f64 / 1e6,
         started.elapsed().as_secs_f64(),
-        built.lexed.grammar.terminals.len(),
+        built.compiled.lexed.grammar.terminals.len(),
         lr.num_states,
         built.compiled.automaton.conflicts.len(),
         built.compiled.tables.dfa_flags.len(),

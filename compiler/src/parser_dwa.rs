@@ -551,6 +551,7 @@ impl Step<'_> {
                 FinalCheck::Always => true,
                 FinalCheck::Expect(x) => t.expects(top, x),
                 FinalCheck::AnyExpected => t.expects_any(top),
+                FinalCheck::ExpectAny(row) => t.expects_any_of(top, row),
             };
             if holds {
                 self.accepted.union_masked(classes, self.undecided);

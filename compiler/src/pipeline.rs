@@ -81,9 +81,10 @@ pub fn reference_engine(
 /// Why the compiled path refused a grammar.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
-    /// Greedy lexing could dead-end (see [`crate::adjacency`]).
+    /// The grammar × lexeme-adjacency product for greedy dead ends grew past its
+    /// limit (see [`crate::adjacency_product`]).
     #[error("{0}")]
-    DeadEnd(#[from] crate::adjacency::DeadEndError),
+    Product(#[from] crate::adjacency_product::ProductLimitError),
     /// The LR automaton could not be built.
     #[error("{0}")]
     Lr(#[from] crate::lr::LrError),
@@ -116,6 +117,11 @@ impl Default for CompileOptions {
 /// The compiled parser of a grammar: LR(1) automaton and the flat runtime tables.
 #[derive(Debug, Clone)]
 pub struct CompiledParser {
+    /// The grammar the tables parse: the source grammar, or where it has greedy dead
+    /// ends its exact product ([`crate::adjacency_product`]), whose terminals are the
+    /// source's split by where their lexemes may end. Terminal and nonterminal ids in
+    /// the tables, the Parser DWA and the artifact are this grammar's.
+    pub lexed: LexedGrammar,
     /// The automaton (with its conflicts, for reports).
     pub automaton: crate::lr::LrAutomaton,
     /// The tables the GLR runtime reads.
@@ -127,7 +133,14 @@ pub fn compile_parser(
     lexed: &LexedGrammar,
     max_lr_states: usize,
 ) -> Result<CompiledParser, CompileError> {
-    crate::adjacency::check_dead_ends(&lexed.grammar, &lexed.dfas)?;
+    let product = crate::adjacency_product::product(
+        lexed,
+        crate::adjacency_product::DEFAULT_MAX_PRODUCT_RULES,
+    )?;
+    let (lexed, ignore_follow) = match product {
+        Some(p) => (p.lexed, p.ignore_follow),
+        None => (lexed.clone(), Vec::new()),
+    };
     let automaton = crate::lr::build_lr(&lexed.grammar, max_lr_states)?;
     let g = &lexed.grammar;
     let lazy: Vec<bool> = g.terminals.iter().map(|t| t.lazy).collect();
@@ -142,7 +155,51 @@ pub fn compile_parser(
         &tables,
         crate::lexer_configs::DEFAULT_MAX_CONFIGS,
     )?;
-    Ok(CompiledParser { automaton, tables })
+    set_ignore_follow(&mut tables, &ignore_follow);
+    Ok(CompiledParser {
+        lexed,
+        automaton,
+        tables,
+    })
+}
+
+/// Stores the product's ignore follow sets in the tables, per merged DFA state (left
+/// empty when no ignore lexeme limits its followers).
+fn set_ignore_follow(
+    tables: &mut stackmask_formats::ParserTables,
+    ignore_follow: &[(u32, Vec<Option<Vec<u32>>>)],
+) {
+    use stackmask_formats::parser::NO_FOLLOW_LIMIT;
+    if ignore_follow
+        .iter()
+        .all(|(_, per)| per.iter().all(Option::is_none))
+    {
+        return;
+    }
+    let words = tables.expected_words as usize;
+    let mut index = vec![NO_FOLLOW_LIMIT; tables.dfa_flags.len()];
+    let mut rows: std::collections::HashMap<&[u32], u32> = Default::default();
+    let mut sets = Vec::new();
+    for (t, per_state) in ignore_follow {
+        let base = tables.dfa_base[*t as usize];
+        // Local state q > 0 is merged state base + q - 1 (ParserTables::new).
+        for (q, follow) in per_state.iter().enumerate().skip(1) {
+            if let Some(follow) = follow {
+                let n = rows.len() as u32;
+                let row = *rows.entry(follow.as_slice()).or_insert_with(|| {
+                    let mut set = vec![0u64; words];
+                    for &x in follow {
+                        set[x as usize / 64] |= 1 << (x % 64);
+                    }
+                    sets.extend(set);
+                    n
+                });
+                index[(base + q as u32 - 1) as usize] = row;
+            }
+        }
+    }
+    tables.ignore_follow = index;
+    tables.follow_sets = sets;
 }
 
 /// Any failure on the way from grammar text and a tokenizer spec to artifact bytes.
@@ -196,8 +253,7 @@ pub fn build_artifact_from_source(
     progress("token trie");
     let trie = vocab::build_trie(&tokenizer.vocab);
     progress("Terminal DWAs, templates and Parser DWA");
-    let (parser_dwa, dwa_stats) =
-        compile_mask(&lexed, &compiled, &tokenizer.vocab, &trie, options)?;
+    let (parser_dwa, dwa_stats) = compile_mask(&compiled, &tokenizer.vocab, &trie, options)?;
     progress("artifact");
     let inputs = crate::artifact::ArtifactInputs {
         grammar_source: source,
@@ -208,7 +264,7 @@ pub fn build_artifact_from_source(
         parser_dwa: &parser_dwa,
         dwa_stats,
     };
-    let bytes = crate::artifact::build_artifact(&lexed, &compiled, &inputs)?;
+    let bytes = crate::artifact::build_artifact(&compiled, &inputs)?;
     Ok(Built {
         lexed,
         compiled,
@@ -223,7 +279,6 @@ pub fn build_artifact_from_source(
 /// The compiled mask path of a grammar for a vocabulary: Terminal DWAs per lexer
 /// boundary, templates, and their composition into the Parser DWA.
 pub fn compile_mask(
-    lexed: &LexedGrammar,
     compiled: &CompiledParser,
     vocab: &stackmask_formats::Vocabulary,
     trie: &stackmask_formats::TokenTrie,
@@ -236,7 +291,7 @@ pub fn compile_mask(
     CompileError,
 > {
     let tables = compiled.tables.view();
-    let g = &lexed.grammar;
+    let g = &compiled.lexed.grammar;
     let describe = |b: crate::terminal_dwa::Boundary| -> String {
         use crate::terminal_dwa::Boundary;
         match b {

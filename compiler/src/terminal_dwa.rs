@@ -93,6 +93,10 @@ pub enum FinalCheck {
     /// The token ends inside an ignore lexeme that started within the token: some
     /// terminal must be able to follow it.
     AnyExpected,
+    /// The token ends inside an ignore lexeme that greedy lexing lets end only before
+    /// some terminals (a `#` comment only before a newline): the parser must expect
+    /// one of the terminals in this row of the tables' follow sets.
+    ExpectAny(u32),
 }
 
 /// Where a Terminal DWA starts.
@@ -198,7 +202,7 @@ impl<'a> Lexing<'a> {
         let starts = |ts: &[u32], b: u8| -> Vec<u32> {
             ts.iter()
                 .map(|&t| tables.dfa_next(tables.dfa_start[t as usize], b))
-                .filter(|&g| g != 0)
+                .filter(|&g| tables.dfa_live(g))
                 .collect()
         };
         let n = terminals as usize;
@@ -344,11 +348,23 @@ impl<'a> Lexing<'a> {
             if !tokens.is_empty() {
                 outcome.clear();
                 outcome.extend(next.iter().map(|th| {
-                    let check = match th.kind {
-                        Kind::Group | Kind::GroupIgnore => FinalCheck::Always,
-                        Kind::Fresh => FinalCheck::Expect(t.dfa_term[th.state as usize]),
-                        Kind::FreshIgnore => FinalCheck::AnyExpected,
-                        Kind::Start => unreachable!("a start thread always consumes a byte"),
+                    let limit = t.ignore_follow.get(th.state as usize).copied();
+                    let check = match (th.kind, limit) {
+                        (Kind::Group, _) => FinalCheck::Always,
+                        (Kind::Fresh, _) => FinalCheck::Expect(t.dfa_term[th.state as usize]),
+                        // Where greedy lexing limits what may follow an ignore lexeme,
+                        // the limit is checked on every token that ends inside one,
+                        // also one that began before the token (its followers shrink
+                        // as it grows); elsewhere an ignore group at a boundary had a
+                        // follower when it started and keeps it.
+                        (Kind::GroupIgnore | Kind::FreshIgnore, Some(row))
+                            if row != stackmask_formats::parser::NO_FOLLOW_LIMIT =>
+                        {
+                            FinalCheck::ExpectAny(row)
+                        }
+                        (Kind::GroupIgnore, _) => FinalCheck::Always,
+                        (Kind::FreshIgnore, _) => FinalCheck::AnyExpected,
+                        (Kind::Start, _) => unreachable!("a start thread always consumes a byte"),
                     };
                     (th.word, check)
                 }));
@@ -446,7 +462,7 @@ impl<'a> Lexing<'a> {
             self.start_lexemes(word, b, true, words, out);
         } else {
             let next = t.dfa_next(th.state, b);
-            if next != 0 {
+            if t.dfa_live(next) {
                 out.push(Thread { state: next, ..th });
             }
         }

@@ -53,9 +53,10 @@ pub const MAGIC: [u8; 8] = *b"SMASK\0\r\n";
 
 /// The format version this build writes and the only one it reads. Any change to the
 /// container layout bumps it, and so does a change to what a stackmask artifact must
-/// contain (see `ARTIFACT.md`, "Versioning"): version 2 added the Parser DWA, so a
-/// version 1 artifact is refused with a "recompile" message instead of a missing section.
-pub const FORMAT_VERSION: u32 = 2;
+/// contain (see `ARTIFACT.md`, "Versioning"): version 2 added the Parser DWA and
+/// version 3 the ignore follow sets (exact masks at greedy dead ends), so an older
+/// artifact is refused with a "recompile" message instead of a missing section.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Length in bytes of the fixed header (format versions 1 and 2).
 pub const HEADER_LEN: usize = 64;
@@ -238,7 +239,7 @@ pub enum ArtifactError {
         supported: u32,
     },
     /// The header length field (offset 12) is not [`HEADER_LEN`].
-    #[error("header length {found} at offset 12, expected {expected} for format version 2")]
+    #[error("header length {found} at offset 12, expected {expected} for format version {FORMAT_VERSION}")]
     BadHeaderLength {
         /// Value found.
         found: u32,
@@ -283,7 +284,7 @@ pub enum ArtifactError {
         table_end: u64,
     },
     /// Flag bits this build does not know are set (offset 16).
-    #[error("unknown header flags {flags:#010x} at offset 16 (format version 2 defines none)")]
+    #[error("unknown header flags {flags:#010x} at offset 16 (format version {FORMAT_VERSION} defines none)")]
     UnknownFlags {
         /// The flags field.
         flags: u32,

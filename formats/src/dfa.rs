@@ -50,11 +50,15 @@ impl ByteDfa {
         self.flags[state as usize] & Self::LIVE != 0
     }
 
-    /// Whether `byte` extends the current lexeme, i.e. leads to a live state. A greedy
-    /// lexeme ending in `state` may not be followed by such a byte (DESIGN.md §1).
+    /// Whether `byte` extends the current lexeme: its transition is not to the dead
+    /// state. A greedy lexeme ending in `state` may not be followed by such a byte
+    /// (DESIGN.md §1). This is not liveness: a terminal split by exit block (the
+    /// compiler's `adjacency_product` stage) keeps the transitions of the terminal
+    /// it came from, so a byte can extend the lexeme into a state from which it can
+    /// no longer end as this split terminal ([`ByteDfa::is_live`] is false there).
     #[inline]
     pub fn extends(&self, state: u32, byte: u8) -> bool {
-        self.is_live(self.next(state, byte))
+        self.next(state, byte) != Self::DEAD
     }
 
     /// Runs the DFA over `bytes` from the start state.

@@ -52,6 +52,11 @@ pub const CONF_ELEMS: SectionKind = SectionKind::from_tag(*b"LCEL");
 pub const CONF_FLAGS: SectionKind = SectionKind::from_tag(*b"LCFL");
 /// Terminal of each merged DFA state (`u32`).
 pub const DFA_TERM: SectionKind = SectionKind::from_tag(*b"DFTM");
+/// Per merged DFA state: row of the ignore follow sets, or `u32::MAX` (`u32`; empty
+/// when no ignore lexeme limits what follows it).
+pub const IGNORE_FOLLOW: SectionKind = SectionKind::from_tag(*b"IGFL");
+/// Ignore follow sets: terminal bitsets, `expected_words` each (`u64`).
+pub const FOLLOW_SETS: SectionKind = SectionKind::from_tag(*b"FLST");
 /// Parser DWA: start state per (lexer configuration, ignore flag), then the start
 /// of input (`u32`).
 pub const PDWA_START: SectionKind = SectionKind::from_tag(*b"PDST");

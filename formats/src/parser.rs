@@ -63,7 +63,18 @@ pub struct ParserTables {
     pub expected_words: u32,
     /// Interned lexer configurations.
     pub configs: LexerConfigs,
+    /// Per merged DFA state of an ignore terminal: the row of [`Self::follow_sets`]
+    /// naming the grammar terminals that can come next if the ignore lexeme ends from
+    /// here (greedy lexing may leave it few), or [`NO_FOLLOW_LIMIT`] where every
+    /// terminal can. Empty when no ignore lexeme limits what follows it (the grammar
+    /// has no greedy dead ends).
+    pub ignore_follow: Vec<u32>,
+    /// Terminal sets, `expected_words` words each (see [`Self::ignore_follow`]).
+    pub follow_sets: Vec<u64>,
 }
+
+/// [`ParserTables::ignore_follow`] entry for "any terminal may follow".
+pub const NO_FOLLOW_LIMIT: u32 = u32::MAX;
 
 /// Borrowed parser tables; see the module docs. Build it only from validated data
 /// ([`ParserTables::validate`] or the artifact loader), which makes every index the
@@ -104,6 +115,10 @@ pub struct TablesRef<'a> {
     pub conf_flags: &'a [u8],
     /// See [`LexerConfigs::dfa_term`].
     pub dfa_term: &'a [u32],
+    /// See [`ParserTables::ignore_follow`].
+    pub ignore_follow: &'a [u32],
+    /// See [`ParserTables::follow_sets`].
+    pub follow_sets: &'a [u64],
 }
 
 impl ParserTables {
@@ -153,6 +168,8 @@ impl ParserTables {
             expected,
             expected_words: words as u32,
             configs: LexerConfigs::default(),
+            ignore_follow: Vec::new(),
+            follow_sets: Vec::new(),
         }
     }
 
@@ -176,6 +193,8 @@ impl ParserTables {
             conf_elems: &self.configs.elems,
             conf_flags: &self.configs.flags,
             dfa_term: &self.configs.dfa_term,
+            ignore_follow: &self.ignore_follow,
+            follow_sets: &self.follow_sets,
         }
     }
 }
@@ -237,16 +256,18 @@ impl TablesRef<'_> {
             }
         }
         self.validate_configs(terminals, num_states)?;
+        self.validate_follow_sets(words)?;
         crate::lr::validate_lr(self.lr)
     }
 
-    /// Checks the invariant the lexers rely on (see `ByteDfa` and the compiler's lexer
-    /// stage): a transition or start state other than 0 leads to a state from which
-    /// some continuation is accepted, and every state's `LIVE` flag says exactly that.
-    /// The GLR runtime reads "transition != 0" as "the byte extends the lexeme" (greedy
-    /// lexing, [`TablesRef::may_end`]) and "a lexeme in progress can still end"; the
-    /// reference path reads the `LIVE` flag for the same facts. With this check the two
-    /// readings agree, and no lexeme is kept alive that can never end.
+    /// Checks the invariants the lexers rely on: every state's `LIVE` flag says
+    /// exactly whether an accepting state is reachable from it, and every start state
+    /// other than 0 is live. A transition other than 0 means "the byte extends the
+    /// lexeme" (greedy lexing, [`TablesRef::may_end`]); it may lead to a state that is
+    /// not live (a terminal split by exit block keeps its parent's transitions, see
+    /// `ByteDfa::extends`), so whether a lexeme goes on is read from the `LIVE` flag —
+    /// by the compiler when it builds the lexer configurations (whose elements are
+    /// checked to be live in `validate_configs`) and by the reference path.
     ///
     /// Liveness is recomputed backwards from the accepting states over the nonzero
     /// transitions (linear in the table; most transitions are 0).
@@ -266,17 +287,6 @@ impl TablesRef<'_> {
                 if live[s] { "can" } else { "cannot" }
             ));
         }
-        if let Some(i) = (0..self.dfa_trans.len()).find(|&i| {
-            let t = self.dfa_trans[i];
-            t != 0 && !live[t as usize]
-        }) {
-            return bad(format!(
-                "state {} goes to state {} on byte {}, which cannot reach an accepting state (it must go to 0)",
-                i / 256,
-                self.dfa_trans[i],
-                i % 256
-            ));
-        }
         if let Some(t) = self
             .dfa_start
             .iter()
@@ -285,6 +295,47 @@ impl TablesRef<'_> {
             return bad(format!(
                 "terminal {t} starts in a state that cannot reach an accepting state"
             ));
+        }
+        Ok(())
+    }
+
+    fn validate_follow_sets(&self, words: usize) -> Result<(), String> {
+        let bad = |what: &str| Err(format!("ignore follow sets: {what}"));
+        if self.ignore_follow.is_empty() {
+            return if self.follow_sets.is_empty() {
+                Ok(())
+            } else {
+                bad("sets without an index")
+            };
+        }
+        if self.ignore_follow.len() != self.dfa_flags.len() {
+            return bad("index has the wrong length");
+        }
+        if !self.follow_sets.len().is_multiple_of(words) {
+            return bad("sets have the wrong width");
+        }
+        let rows = self.follow_sets.len() / words;
+        if self
+            .ignore_follow
+            .iter()
+            .any(|&r| r != NO_FOLLOW_LIMIT && r as usize >= rows)
+        {
+            return bad("row out of range");
+        }
+        // The same padding rule as `expected`: grammar terminals only.
+        let terminals = self.dfa_start.len();
+        for (i, &w) in self.follow_sets.iter().enumerate() {
+            let first = (i % words) * 64;
+            let allowed = if first + 64 <= terminals {
+                u64::MAX
+            } else if first >= terminals {
+                0
+            } else {
+                (1u64 << (terminals - first)) - 1
+            };
+            if w & !allowed != 0 {
+                return bad("a set names a terminal that is not a grammar terminal");
+            }
         }
         Ok(())
     }
@@ -333,6 +384,9 @@ impl TablesRef<'_> {
             .any(|&g| g == 0 || g as usize >= self.dfa_flags.len())
         {
             return bad("element out of range");
+        }
+        if self.conf_elems.iter().any(|&g| !self.dfa_live(g)) {
+            return bad("element is a lexeme that can no longer end");
         }
         for c in 0..n {
             let elems = &self.conf_elems
@@ -388,6 +442,41 @@ impl TablesRef<'_> {
     #[inline]
     pub fn dfa_next(&self, state: u32, byte: u8) -> u32 {
         self.dfa_trans[state as usize * 256 + byte as usize]
+    }
+
+    /// Whether a lexeme in global DFA state `state` can still end (the `LIVE` flag;
+    /// see [`TablesRef::validate`] for why this is not "transition != 0").
+    #[inline]
+    pub fn dfa_live(&self, state: u32) -> bool {
+        self.dfa_flags[state as usize] & ByteDfa::LIVE != 0
+    }
+
+    /// Whether an ignore lexeme in global DFA state `state` can end so that something
+    /// LR state `lr_state` expects comes next ([`ParserTables::ignore_follow`]).
+    #[inline]
+    pub fn ignore_may_continue(&self, lr_state: u32, state: u32) -> bool {
+        match self.ignore_follow.get(state as usize) {
+            None | Some(&NO_FOLLOW_LIMIT) => self.expects_any(lr_state),
+            Some(&row) => self.expects_any_of(lr_state, row),
+        }
+    }
+
+    /// Whether LR state `state` expects a terminal of row `row` of the follow sets.
+    #[inline]
+    pub fn expects_any_of(&self, state: u32, row: u32) -> bool {
+        let w = self.expected_words as usize;
+        let set = &self.follow_sets[row as usize * w..(row as usize + 1) * w];
+        self.expected[state as usize * w..(state as usize + 1) * w]
+            .iter()
+            .zip(set)
+            .any(|(a, b)| a & b != 0)
+    }
+
+    /// Whether any ignore lexeme limits what may follow it (see
+    /// [`ParserTables::ignore_follow`]).
+    #[inline]
+    pub fn has_ignore_follow_limits(&self) -> bool {
+        !self.ignore_follow.is_empty()
     }
 
     /// Whether a global DFA state is accepting.
@@ -476,7 +565,7 @@ mod tests {
     #[test]
     fn liveness_flags_must_agree_with_the_transitions() {
         ab().view().validate_liveness().unwrap();
-        let cases: [Edit; 5] = [
+        let cases: [Edit; 4] = [
             // A live state without its flag: the reference would call `a` a dead end
             // where the GLR parser carries on.
             (|t| t.dfa_flags[2] = 0, "state 2's live flag"),
@@ -488,16 +577,6 @@ mod tests {
             (
                 |t| t.dfa_flags[3] = ByteDfa::ACCEPTING,
                 "accepting but not live",
-            ),
-            // A transition into a state that cannot match must be 0 (an unreachable
-            // non-live state may stay in the table: the compiler leaves those).
-            (
-                |t| {
-                    t.dfa_trans.extend([0; 256]);
-                    t.dfa_flags.push(0);
-                    t.dfa_trans[3 * 256 + b'c' as usize] = 4;
-                },
-                "state 3 goes to state 4 on byte 99",
             ),
             (
                 |t| {
@@ -514,10 +593,14 @@ mod tests {
             let e = t.view().validate_liveness().unwrap_err();
             assert!(e.contains(message), "{message:?} not in {e:?}");
         }
-        // An unreachable state that cannot match, correctly flagged, is fine.
+        // An unreachable state that cannot match, correctly flagged, is fine; so is a
+        // transition into it (a split terminal's byte that extends the lexeme past
+        // where it can end: `ByteDfa::extends`).
         let mut t = ab();
         t.dfa_trans.extend([0; 256]);
         t.dfa_flags.push(0);
+        t.view().validate_liveness().unwrap();
+        t.dfa_trans[3 * 256 + b'c' as usize] = 4;
         t.view().validate_liveness().unwrap();
     }
 }

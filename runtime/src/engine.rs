@@ -92,6 +92,8 @@ struct Ranges {
     conf_elems: Range<usize>,
     conf_flags: Range<usize>,
     dfa_term: Range<usize>,
+    ignore_follow: Range<usize>,
+    follow_sets: Range<usize>,
     vocab_bytes: Range<usize>,
     vocab_offsets: Range<usize>,
     vocab_kinds: Range<usize>,
@@ -185,6 +187,9 @@ impl Engine {
         let (r_conf_elems, conf_elems) = range::<u32>(&artifact, base, layout::CONF_ELEMS)?;
         let (r_conf_flags, conf_flags) = range::<u8>(&artifact, base, layout::CONF_FLAGS)?;
         let (r_dfa_term, dfa_term) = range::<u32>(&artifact, base, layout::DFA_TERM)?;
+        let (r_ignore_follow, ignore_follow) =
+            range::<u32>(&artifact, base, layout::IGNORE_FOLLOW)?;
+        let (r_follow_sets, follow_sets) = range::<u64>(&artifact, base, layout::FOLLOW_SETS)?;
         let (r_vocab_bytes, vocab_bytes) = range::<u8>(&artifact, base, layout::VOCAB_BYTES)?;
         let (r_vocab_offsets, vocab_offsets) =
             range::<u32>(&artifact, base, layout::VOCAB_OFFSETS)?;
@@ -228,6 +233,8 @@ impl Engine {
             conf_elems,
             conf_flags,
             dfa_term,
+            ignore_follow,
+            follow_sets,
         };
         let invalid = EngineError::Invalid;
         tables.validate().map_err(invalid)?;
@@ -311,6 +318,8 @@ impl Engine {
             conf_elems: r_conf_elems,
             conf_flags: r_conf_flags,
             dfa_term: r_dfa_term,
+            ignore_follow: r_ignore_follow,
+            follow_sets: r_follow_sets,
             vocab_bytes: r_vocab_bytes,
             vocab_offsets: r_vocab_offsets,
             vocab_kinds: r_vocab_kinds,
@@ -374,6 +383,8 @@ impl Engine {
             conf_elems: self.arr(&r.conf_elems),
             conf_flags: self.arr(&r.conf_flags),
             dfa_term: self.arr(&r.dfa_term),
+            ignore_follow: self.arr(&r.ignore_follow),
+            follow_sets: self.arr(&r.follow_sets),
         }
     }
 

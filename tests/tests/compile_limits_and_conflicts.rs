@@ -98,38 +98,68 @@ fn lexer_configuration_limit_is_a_named_error() {
 }
 
 #[test]
-fn greedy_dead_ends_are_refused_with_both_terminals_named() {
+fn greedy_dead_ends_are_found_with_both_terminals_named() {
+    use stackmask_compiler::adjacency::check_dead_ends;
     let src = "start: A B\nA: /a+/\nB: \"a\"\n";
     let l = pipeline::lex_grammar_source(src, "dead.lark").unwrap();
-    match pipeline::compile_parser(&l, 1000) {
-        Err(CompileError::DeadEnd(e)) => {
-            assert_eq!((e.after.as_str(), e.before.as_str()), ("A", "B"));
-            // Both terminals located, as every grammar error is.
-            assert!(
-                e.to_string().starts_with("dead.lark:2:1: after terminal A"),
-                "{e}"
-            );
-            assert!(
-                e.to_string().contains("B (defined at dead.lark:3:1;"),
-                "{e}"
-            );
-        }
-        other => panic!("expected a dead-end error, got {other:?}"),
-    }
+    let e = check_dead_ends(&l.grammar, &l.dfas).unwrap_err();
+    assert_eq!((e.after.as_str(), e.before.as_str()), ("A", "B"));
+    // Both terminals located, as every grammar error is.
+    assert!(
+        e.to_string().starts_with("dead.lark:2:1: after terminal A"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("B (defined at dead.lark:3:1;"),
+        "{e}"
+    );
     // An ignore terminal that a rule requires can be blocked too (found in review):
     // A's every ending is extended by "\n", so NL can never follow it.
     let src = "start: A NL\nA: /a\\n*/\nNL: \"\\n\"\n%ignore NL\n";
     let l = pipeline::lex_grammar_source(src, "nl.lark").unwrap();
-    match pipeline::compile_parser(&l, 1000) {
-        Err(CompileError::DeadEnd(e)) => {
-            assert_eq!((e.after.as_str(), e.before.as_str()), ("A", "NL"))
-        }
-        other => panic!("expected a dead-end error, got {other:?}"),
-    }
+    let e = check_dead_ends(&l.grammar, &l.dfas).unwrap_err();
+    assert_eq!((e.after.as_str(), e.before.as_str()), ("A", "NL"));
     // Making A lazy removes the dead end ("a" then "a" lexes as A, B).
     let l =
         pipeline::lex_grammar_source("start: A B\nA[lazy]: /a+/\nB: \"a\"\n", "lazy.lark").unwrap();
-    assert!(pipeline::compile_parser(&l, 1000).is_ok());
+    assert!(check_dead_ends(&l.grammar, &l.dfas).is_ok());
+}
+
+#[test]
+fn grammars_with_greedy_dead_ends_compile_to_exact_tables() {
+    use stackmask_runtime::glr::{GlrRecognizer, GlrState};
+    use stackmask_runtime::ByteRecognizer;
+    let accepts = |src: &str, input: &[u8]| -> (bool, bool) {
+        let l = pipeline::lex_grammar_source(src, "g.lark").unwrap();
+        let compiled = pipeline::compile_parser(&l, 1000).unwrap();
+        let tables = compiled.tables.view();
+        tables.validate().unwrap();
+        let mut state = GlrState::new(&tables);
+        let mut r = GlrRecognizer {
+            tables,
+            state: &mut state,
+        };
+        let prefix = input.iter().all(|&b| r.push_byte(b));
+        (prefix, prefix && r.is_accepting())
+    };
+    // No sentence at all: "a" is alive byte by byte but can never be followed by B.
+    assert_eq!(
+        accepts("start: A B\nA: /a+/\nB: \"a\"\n", b"a"),
+        (false, false)
+    );
+    // The lexeme of A must end where B can start.
+    let src = "start: A B\nA: /a+(b|c+)/\nB: \"c\"\n";
+    assert_eq!(accepts(src, b"aab"), (true, false));
+    assert_eq!(accepts(src, b"aabc"), (true, true));
+    assert_eq!(
+        accepts(src, b"aac"),
+        (false, false),
+        "a+c+ can only end before a non-c"
+    );
+    // A comment ends only before a newline, which cannot come after a key.
+    let src = "start: K \"=\" V NL\nK: /[a-z]+/\nV: /[0-9]+/\nNL: \"\\n\"\n%ignore \" \"\n%ignore /#[^\\n]*/\n";
+    assert_eq!(accepts(src, b"ab #"), (false, false));
+    assert_eq!(accepts(src, b"ab = 1 # c\n"), (true, true));
 }
 
 #[test]
@@ -138,10 +168,8 @@ fn dead_end_examples_are_the_shortest_input_reaching_the_bad_state() {
     // after "xxxxxa" does every ending stay extendable by "a".
     let src = "start: A B\nA: /x{5}(a+|b)/\nB: \"a\"\n";
     let l = pipeline::lex_grammar_source(src, "deep.lark").unwrap();
-    match pipeline::compile_parser(&l, 1000) {
-        Err(CompileError::DeadEnd(e)) => assert_eq!(e.example, "xxxxxa"),
-        other => panic!("expected a dead-end error, got {other:?}"),
-    }
+    let e = stackmask_compiler::adjacency::check_dead_ends(&l.grammar, &l.dfas).unwrap_err();
+    assert_eq!(e.example, "xxxxxa");
 }
 
 #[test]

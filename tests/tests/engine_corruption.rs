@@ -302,8 +302,9 @@ fn wrong_magic_and_version_are_specific_errors() {
             e => panic!("magic {magic:?}: {e:?}"),
         }
     }
-    // Version 1 is a real older artifact (no Parser DWA): refused, with "recompile".
-    for version in [0u32, 1, FORMAT_VERSION + 1, u32::MAX] {
+    // Versions 1 and 2 are real older artifacts (no Parser DWA; no ignore follow
+    // sets): refused, with "recompile".
+    for version in [0u32, 1, 2, FORMAT_VERSION + 1, u32::MAX] {
         for resealed in [false, true] {
             let mut b = bytes.to_vec();
             b[8..12].copy_from_slice(&version.to_le_bytes());
@@ -312,7 +313,7 @@ fn wrong_magic_and_version_are_specific_errors() {
             }
             match load_err(&b, "bad version") {
                 EngineError::Artifact(ArtifactError::UnsupportedVersion { found, supported }) => {
-                    assert_eq!((found, supported), (version, 2));
+                    assert_eq!((found, supported), (version, FORMAT_VERSION));
                 }
                 e => panic!("version {version}: {e:?}"),
             }
@@ -1431,6 +1432,57 @@ fn load_from_files() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The ignore follow sets (only grammars with greedy dead ends have them: the
+/// shipped TOML grammar): every index and bit is checked at load.
+#[test]
+fn corrupt_ignore_follow_sets_are_invalid() {
+    let good = &cached("toml", "bytes").bytes;
+    let original = Parts::of(good);
+    let rows_len = original.section(layout::FOLLOW_SETS).bytes.len();
+    assert!(rows_len > 0, "toml has ignore follow sets");
+    let limited = original
+        .u32s(layout::IGNORE_FOLLOW)
+        .iter()
+        .position(|&r| r != u32::MAX)
+        .expect("a limited ignore state");
+    let cases: Vec<Case> = vec![
+        case("row out of range", Expect::Invalid, move |p| {
+            p.edit_u32s(layout::IGNORE_FOLLOW, |x| x[limited] = 1 << 20)
+        }),
+        case("index shorter than the DFA", Expect::Invalid, |p| {
+            p.edit_u32s(layout::IGNORE_FOLLOW, |x| {
+                x.pop();
+            })
+        }),
+        case("sets without an index", Expect::Invalid, |p| {
+            p.set_u32s(layout::IGNORE_FOLLOW, &[])
+        }),
+        case("a set names end of input", Expect::Invalid, |p| {
+            let eof = p.meta().num_terminals - 1;
+            let s = &mut p.section_mut(layout::FOLLOW_SETS).bytes;
+            s[(eof / 8) as usize] |= 1 << (eof % 8);
+        }),
+        case("sets of the wrong width", Expect::Invalid, move |p| {
+            p.section_mut(layout::FOLLOW_SETS)
+                .bytes
+                .truncate(rows_len - 8)
+        }),
+    ];
+    for Case { name, edit, .. } in cases {
+        let mut parts = original.clone();
+        edit(&mut parts);
+        let bytes = parts.assemble();
+        assert_ne!(&bytes, good, "{name}: the edit changed nothing");
+        match no_panic(|| load(&bytes)) {
+            Ok(Err(EngineError::Invalid(m))) => {
+                assert!(m.contains("ignore follow sets"), "{name}: {m}")
+            }
+            Ok(other) => panic!("{name}: {:?}", other.map(|_| "loaded")),
+            Err(p) => panic!("{name}: panicked: {p}"),
+        }
+    }
+}
+
 #[test]
 fn section_kinds_are_the_documented_ones() {
     // Every section the runtime reads is present in a compiled artifact, once.
@@ -1458,6 +1510,8 @@ fn section_kinds_are_the_documented_ones() {
         layout::CONF_ELEMS,
         layout::CONF_FLAGS,
         layout::DFA_TERM,
+        layout::IGNORE_FOLLOW,
+        layout::FOLLOW_SETS,
         layout::VOCAB_BYTES,
         layout::VOCAB_OFFSETS,
         layout::VOCAB_KINDS,

@@ -33,7 +33,7 @@ fn grammar_names() -> Vec<String> {
     names.sort();
     assert_eq!(
         names,
-        ["c", "expr", "json", "sql"],
+        ["c", "expr", "json", "sql", "toml"],
         "sample folders changed: update this test"
     );
     names

@@ -259,7 +259,7 @@ fn round_trip_of_several_sections() {
 fn header_layout_is_as_documented() {
     let b = sample();
     assert_eq!(&b[0..8], b"SMASK\0\r\n");
-    assert_eq!(le_u32(&b, 8), 2);
+    assert_eq!(le_u32(&b, 8), FORMAT_VERSION);
     assert_eq!(le_u32(&b, 12), 64);
     assert_eq!(le_u32(&b, 16), 0);
     assert_eq!(le_u32(&b, 20), 5);
@@ -375,7 +375,13 @@ fn every_single_bit_flip_is_caught_by_the_right_check() {
                 .find(|s| (s.offset..s.offset + s.len).contains(&(pos as u64)));
             let ok = match (&e, pos) {
                 (ArtifactError::BadMagic { .. }, 0..=7) => true,
-                (ArtifactError::UnsupportedVersion { supported: 2, .. }, 8..=11) => true,
+                (
+                    ArtifactError::UnsupportedVersion {
+                        supported: FORMAT_VERSION,
+                        ..
+                    },
+                    8..=11,
+                ) => true,
                 (ArtifactError::BadHeaderLength { .. }, 12..=15) => true,
                 (
                     ArtifactError::TableOutOfBounds { .. } | ArtifactError::HeaderChecksum { .. },
@@ -428,13 +434,13 @@ fn wrong_magic_and_version() {
         ArtifactError::BadMagic { .. }
     ));
 
-    for version in [0, 1, 3, u32::MAX] {
+    for version in [0, 1, 2, FORMAT_VERSION + 1, u32::MAX] {
         let mut b = sample();
         put_u32(&mut b, OFF_VERSION, version);
         reseal(&mut b);
         let e = parse_err(&b);
         assert!(
-            matches!(e, ArtifactError::UnsupportedVersion { found, supported: 2 } if found == version),
+            matches!(e, ArtifactError::UnsupportedVersion { found, supported: FORMAT_VERSION } if found == version),
             "{e}"
         );
         assert!(e.to_string().contains(&format!("version {version}")), "{e}");

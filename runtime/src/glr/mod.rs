@@ -229,8 +229,8 @@ impl GlrState {
         }
         if any_expected && (p > 0 || tables.allow_initial_skip) {
             let config = tables.ignore_start[b as usize];
-            if config != 0 {
-                let (hs, he) = (frontier_start as u32, self.heads.len() as u32);
+            let (hs, he) = (frontier_start as u32, self.heads.len() as u32);
+            if config != 0 && self.ignore_may_continue(tables, config, hs, he) {
                 self.groups.push(Group {
                     origin: p as u32,
                     heads_start: hs,
@@ -246,7 +246,10 @@ impl GlrState {
         for gi in self.frame(p) {
             let g = self.groups[gi];
             let config = tables.conf_step(g.config, b);
-            if config != 0 {
+            if config != 0
+                && (!g.ignore
+                    || self.ignore_may_continue(tables, config, g.heads_start, g.heads_end))
+            {
                 self.groups.push(Group { config, ..g });
             }
         }
@@ -260,6 +263,24 @@ impl GlrState {
         self.frames.push(self.groups.len() as u32);
         self.marks.push(mark);
         true
+    }
+
+    /// Whether an ignore group (configuration `config`, heads `heads[hs..he]`) can
+    /// still end so that its heads shift something next: greedy lexing can leave an
+    /// ignore lexeme only a few possible followers (a `#` comment ends only before a
+    /// newline), and a prefix with none of them is a dead end (DESIGN.md §1), which
+    /// the matcher must refuse as the mask does. Free when no ignore lexeme limits its
+    /// followers (the tables say so once).
+    fn ignore_may_continue(&self, tables: &TablesRef<'_>, config: u32, hs: u32, he: u32) -> bool {
+        if !tables.has_ignore_follow_limits() {
+            return true;
+        }
+        let heads = &self.heads[hs as usize..he as usize];
+        tables.conf_elems(config).iter().any(|&e| {
+            heads
+                .iter()
+                .any(|&h| tables.ignore_may_continue(self.gss.nodes[h as usize].state, e))
+        })
     }
 
     /// Undoes the last `n` bytes.

@@ -302,6 +302,9 @@ pub const RANDOM_TERMINALS: &[&str] = &[
     "b*a",
     "(ab)+",
     "c[ab]*",
+    // After "ca" this can only end before a non-"a"; after "cb", before anything: a
+    // lexeme whose possible endings shrink as it grows (greedy dead ends need it).
+    "c(a+|b)",
 ];
 
 /// How a random grammar may look.
