@@ -73,6 +73,22 @@ pub struct ParserTables {
     pub follow_sets: Vec<u64>,
 }
 
+/// Whether every row of `sets` (`words` words each) names only terminals below
+/// `terminals`: end of input and the padding bits of the last word stay clear.
+fn grammar_terminals_only(sets: &[u64], words: usize, terminals: usize) -> bool {
+    sets.iter().enumerate().all(|(i, &w)| {
+        let first = (i % words) * 64;
+        let allowed = if first + 64 <= terminals {
+            u64::MAX
+        } else if first >= terminals {
+            0
+        } else {
+            (1u64 << (terminals - first)) - 1
+        };
+        w & !allowed == 0
+    })
+}
+
 /// [`ParserTables::ignore_follow`] entry for "any terminal may follow".
 pub const NO_FOLLOW_LIMIT: u32 = u32::MAX;
 
@@ -242,18 +258,11 @@ impl TablesRef<'_> {
         // Only grammar terminals may be expected: end of input and the padding bits of
         // the last word stay clear, so `expects` never names a terminal without a DFA.
         let words = (self.expected_words as usize).max(1);
-        for (i, &w) in self.expected.iter().enumerate() {
-            let first = (i % words) * 64;
-            let allowed = if first + 64 <= terminals {
-                u64::MAX
-            } else if first >= terminals {
-                0
-            } else {
-                (1u64 << (terminals - first)) - 1
-            };
-            if w & !allowed != 0 {
-                return Err("tables: an expected-terminal set names a terminal that is not a grammar terminal".into());
-            }
+        if !grammar_terminals_only(self.expected, words, terminals) {
+            return Err(
+                "tables: an expected-terminal set names a terminal that is not a grammar terminal"
+                    .into(),
+            );
         }
         self.validate_configs(terminals, num_states)?;
         self.validate_follow_sets(words)?;
@@ -323,19 +332,8 @@ impl TablesRef<'_> {
             return bad("row out of range");
         }
         // The same padding rule as `expected`: grammar terminals only.
-        let terminals = self.dfa_start.len();
-        for (i, &w) in self.follow_sets.iter().enumerate() {
-            let first = (i % words) * 64;
-            let allowed = if first + 64 <= terminals {
-                u64::MAX
-            } else if first >= terminals {
-                0
-            } else {
-                (1u64 << (terminals - first)) - 1
-            };
-            if w & !allowed != 0 {
-                return bad("a set names a terminal that is not a grammar terminal");
-            }
+        if !grammar_terminals_only(self.follow_sets, words, self.dfa_start.len()) {
+            return bad("a set names a terminal that is not a grammar terminal");
         }
         Ok(())
     }
