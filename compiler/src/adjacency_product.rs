@@ -99,7 +99,7 @@ pub fn product(
         .collect();
     let start = b.product_rules().map_err(|()| ProductLimitError {
         limit: max_rules,
-        dead_end: dead_end.clone(),
+        dead_end,
     })?;
     let rule_terminals: Vec<u32> = b.split_id.values().copied().collect();
     let ignore_follow = g
@@ -138,9 +138,9 @@ struct Adjacency {
     /// Per terminal, per DFA state: the adjacency states of the accepting states a
     /// lexeme can reach from there (where it can end).
     ends: Vec<Vec<Vec<bool>>>,
-    /// `targets[s][u]`: the adjacency states a lexeme of `u` can end in when it starts
-    /// where state `s` allows.
-    targets: Vec<Vec<Vec<u32>>>,
+    /// `block_targets[p][u]`: the blocks a lexeme of `u` can end in when it starts
+    /// where block `p` allows (sorted).
+    block_targets: Vec<Vec<Vec<u32>>>,
     /// Minimized: the block of each adjacency state.
     block: Vec<u32>,
     /// Number of blocks.
@@ -227,31 +227,24 @@ impl Adjacency {
         let rule_terminal = rule_terminals(g);
         let (block, blocks) = minimize(&targets, &rule_terminal);
         let initial = block[initial_state as usize];
+        // States of one block agree on every used terminal's targets (that is what
+        // the refinement ended on), so any member stands for its block.
+        let mut block_targets = vec![Vec::new(); blocks];
+        for (s, &b) in block.iter().enumerate() {
+            if block_targets[b as usize].is_empty() {
+                block_targets[b as usize] =
+                    targets[s].iter().map(|ts| blocks_of(ts, &block)).collect();
+            }
+        }
         Adjacency {
             allowed,
             ends,
-            targets,
+            block_targets,
             block,
             blocks,
             initial,
             state_of,
         }
-    }
-
-    /// The blocks a lexeme of `u` can end in when it starts where block `p` allows.
-    fn block_targets(&self, p: u32, u: u32) -> Vec<u32> {
-        let rep = self
-            .block
-            .iter()
-            .position(|&b| b == p)
-            .expect("blocks are onto");
-        let mut out: Vec<u32> = self.targets[rep][u as usize]
-            .iter()
-            .map(|&a| self.block[a as usize])
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
     }
 
     /// Per DFA state of ignore terminal `i`: the split terminals that can come next
@@ -299,6 +292,14 @@ fn rule_terminals(g: &Grammar) -> Vec<bool> {
     used
 }
 
+/// The blocks of adjacency states `states`, sorted and deduplicated.
+fn blocks_of(states: &[u32], block: &[u32]) -> Vec<u32> {
+    let mut out: Vec<u32> = states.iter().map(|&a| block[a as usize]).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// Per terminal a rule uses: the blocks a lexeme of it can end in from one state.
 type Signature = Vec<(u32, Vec<u32>)>;
 
@@ -317,12 +318,7 @@ fn minimize(targets: &[Vec<Vec<u32>>], used: &[bool]) -> (Vec<u32>, usize) {
                     .iter()
                     .enumerate()
                     .filter(|&(u, _)| used[u])
-                    .map(|(u, ts)| {
-                        let mut bs: Vec<u32> = ts.iter().map(|&a| block[a as usize]).collect();
-                        bs.sort_unstable();
-                        bs.dedup();
-                        (u as u32, bs)
-                    })
+                    .map(|(u, ts)| (u as u32, blocks_of(ts, &block)))
                     .collect();
                 let k = ids.len() as u32;
                 *ids.entry((block[s], signature)).or_insert(k)
@@ -446,12 +442,8 @@ impl Builder<'_> {
     /// The blocks symbol `s` can end in from block `p`.
     fn after(&self, out: &[Vec<Vec<bool>>], p: u32, s: Symbol) -> Vec<u32> {
         match s {
-            Symbol::Terminal(u) => self
-                .adj
-                .block_targets(p, u)
-                .into_iter()
-                .filter(|&q| self.split_id.contains_key(&(u, q)))
-                .collect(),
+            // A target block has a lexeme ending in it, so its split exists.
+            Symbol::Terminal(u) => self.adj.block_targets[p as usize][u as usize].clone(),
             Symbol::Nonterminal(a) => (0..self.adj.blocks as u32)
                 .filter(|&q| out[a as usize][p as usize][q as usize])
                 .collect(),

@@ -219,7 +219,8 @@ pub enum BuildError {
 /// Everything [`build_artifact_from_source`] produced along the way.
 #[derive(Debug)]
 pub struct Built {
-    /// The lexed grammar.
+    /// The source grammar, lexed (the tables parse `compiled.lexed`, which differs
+    /// where the grammar has greedy dead ends).
     pub lexed: LexedGrammar,
     /// The compiled parser.
     pub compiled: CompiledParser,

@@ -74,11 +74,10 @@ fn reference(e: &Arc<Engine>) -> ReferenceMatcher {
 /// `grammar` compiled with `spec`: the comparison then checks the product too.
 fn source_reference(grammar: &str, spec: &str) -> Arc<ReferenceEngine> {
     let built = cached(grammar, spec);
-    let lexed = common::shipped_grammar(grammar);
     Arc::new(
         ReferenceEngine::new(
-            &lexed.grammar,
-            lexed.dfas,
+            &built.lexed.grammar,
+            built.lexed.dfas.clone(),
             built.tokenizer.vocab.clone(),
             stackmask_compiler::vocab::build_trie(&built.tokenizer.vocab),
         )
