@@ -6,8 +6,9 @@
 //! [`lexer_configs`] (interned lexer configurations), [`vocab`] (tokenizers →
 //! vocabulary and token trie), then the compiled mask path: [`terminal_dwa`] (per
 //! lexer boundary, the terminal sequences each token realises, as token classes),
-//! [`template`] (what a terminal does to a stack top) and [`parser_dwa`] (their
-//! composition into the automaton `get_mask` runs over the stack); [`artifact`]
+//! [`template`] (what a terminal does to a stack top), [`parser_dwa`] (their
+//! composition into the automaton `get_mask` runs over the stack) and [`minimize`]
+//! (equivalent automaton states merged across boundaries); [`artifact`]
 //! writes it all, [`pipeline`] wires the stages.
 
 #![warn(missing_docs)]
@@ -20,6 +21,7 @@ pub mod frontend;
 pub mod lexer;
 pub mod lexer_configs;
 pub mod lr;
+pub mod minimize;
 pub mod parser_dwa;
 pub mod pipeline;
 pub mod template;

@@ -18,6 +18,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod latency;
+
 #[derive(Parser)]
 #[command(
     name = "stackmask",
@@ -102,6 +104,31 @@ enum Command {
         #[arg(long, requires = "artifact")]
         check_reference: bool,
     },
+    /// Latency percentiles (p50 … p99.9, max) of get_mask, commit, mask+commit,
+    /// new matcher, clone and load, replaying the documents in DIR (tokenized
+    /// canonically) and seeded random walks; one core, the first pass not recorded.
+    Bench {
+        /// The artifact.
+        artifact: PathBuf,
+        /// A directory of documents (every regular file in it), or one document.
+        #[arg(long)]
+        docs: PathBuf,
+        /// Timed passes over the traces (after one warm-up pass).
+        #[arg(long, default_value_t = 20)]
+        repeats: usize,
+        /// Random walks sampled from the masks, added to the documents.
+        #[arg(long, default_value_t = 8)]
+        walks: usize,
+        /// Tokens per random walk at most.
+        #[arg(long, default_value_t = 200)]
+        walk_len: usize,
+        /// Seed of the random walks.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print a JSON array of rows instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A failure and its exit code.
@@ -162,6 +189,25 @@ fn main() -> ExitCode {
             },
         ),
         Command::Inspect { artifact } => inspect(&artifact),
+        Command::Bench {
+            artifact,
+            docs,
+            repeats,
+            walks,
+            walk_len,
+            seed,
+            json,
+        } => bench(
+            &artifact,
+            &docs,
+            &latency::BenchConfig {
+                repeats,
+                walks,
+                walk_len,
+                seed,
+            },
+            json,
+        ),
         Command::Validate { artifact, file } => validate(&artifact, &file),
         Command::Trace {
             artifact,
@@ -597,4 +643,93 @@ fn trace_artifact(
             Ok(())
         },
     )
+}
+
+fn bench(
+    artifact: &Path,
+    docs: &Path,
+    cfg: &latency::BenchConfig,
+    json: bool,
+) -> Result<(), Failure> {
+    let engine = Arc::new(Engine::load(artifact)?);
+    let spec = engine.meta().tokenizer.clone();
+    let tokenizer = vocab::load_tokenizer(&spec)?;
+    engine.expect_vocabulary(tokenizer.vocab.content_hash())?;
+    let mut files: Vec<PathBuf> = if docs.is_dir() {
+        std::fs::read_dir(docs)
+            .map_err(|e| format!("{}: {e}", docs.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect()
+    } else {
+        vec![docs.to_path_buf()]
+    };
+    files.sort();
+    let mut traces = Vec::new();
+    let mut tokens = 0;
+    for f in &files {
+        let bytes = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let trace = tokenizer.encode(&bytes)?;
+        let mut m = Matcher::new(engine.clone());
+        if let Some(i) = trace.iter().position(|&t| m.commit(t).is_err()) {
+            return Err(rejected(format!(
+                "{}: token {i} is not accepted by the grammar; bench replays sentences only",
+                f.display()
+            )));
+        }
+        tokens += trace.len();
+        traces.push(trace);
+    }
+    let walks = latency::random_walks(&engine, tokenizer.eos(), cfg);
+    let walk_tokens: usize = walks.iter().map(Vec::len).sum();
+    traces.extend(walks);
+    let stats = latency::run(&engine, artifact, &traces, cfg)?;
+    let grammar = engine.meta().grammar_name.clone();
+    if json {
+        let rows: Vec<serde_json::Value> = stats
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "engine": "stackmask", "grammar": grammar, "vocab": spec, "op": s.op,
+                    "count": s.count, "mean_us": s.mean_us, "p50_us": s.p50_us,
+                    "p90_us": s.p90_us, "p99_us": s.p99_us, "p999_us": s.p999_us,
+                    "max_us": s.max_us,
+                })
+            })
+            .collect();
+        out!("{}", serde_json::Value::Array(rows));
+        return Ok(());
+    }
+    out!(
+        "{grammar} × {spec}: {} documents ({tokens} tokens) + {} random walks ({walk_tokens} tokens, seed {}), {} timed passes after 1 warm-up; clone timed on one pass",
+        files.len(),
+        cfg.walks,
+        cfg.seed,
+        cfg.repeats
+    );
+    out!(
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "op",
+        "count",
+        "mean µs",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max"
+    );
+    for s in &stats {
+        out!(
+            "{:<12} {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            s.op,
+            s.count,
+            s.mean_us,
+            s.p50_us,
+            s.p90_us,
+            s.p99_us,
+            s.p999_us,
+            s.max_us
+        );
+    }
+    Ok(())
 }

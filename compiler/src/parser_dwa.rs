@@ -4,17 +4,29 @@
 //! For one boundary, a token class is valid on a stack iff one of its words can be
 //! shifted there and its final check holds on the stack after. Reading the stack one
 //! LR state at a time, every word is simulated with the templates of its terminals
-//! over the part of the stack seen so far (a walk over the Terminal DWA, memoized on
-//! `(node, known stack)` and cut where every class below is decided); a simulation
+//! over the part of the stack seen so far (a walk over the Terminal DWA); a simulation
 //! that pops everything it has seen becomes a *thread* `(Terminal DWA node, terminal
 //! in progress, states still to pop, nonterminal to goto)` that waits for the next
 //! state down. Pushes made while simulating live only in the known part and cancel
 //! against later pops; what is left pushed when a word ends is dropped (commit does
-//! the real update). An
-//! automaton state is the set of waiting threads plus the classes still undecided;
-//! the subset construction over those states, with the classes each step proves
-//! valid as the transition's weight, is the deterministic Parser DWA. A state without
-//! threads decides everything: the walk stops (bounded lookback).
+//! the real update).
+//!
+//! **Factored states.** An automaton state holds the threads of one template
+//! continuation `(terminal, pops, goto)`; a read that leaves threads of several
+//! continuations leads to a *fork* ([`ParserDwa::FORK`]) of one state per
+//! continuation, and the walk follows each and ORs what they yield. Threads of
+//! different continuations read the stack independently: held in one state, their
+//! combinations multiply (after an identifier in C, every combination of what `)`,
+//! `]`, `,` and `;` each still need to see); factored, they add up. The price is that
+//! a state cannot know what its siblings already proved, so a token may be OR-ed in
+//! twice — harmless. A state without threads yields nothing more: the walk stops
+//! (bounded lookback).
+//!
+//! **Memoized reads.** What a thread does on a state read depends on that state only
+//! through its goto target, except where a reduction pops back down to it; so each
+//! `(thread, goto target)` is simulated once per boundary and each `(thread, state)`
+//! read once, which keeps the construction linear in the distinct reads rather than
+//! in the automaton's transitions.
 //!
 //! End of sequence is a class like the others (its word ends the lexeme in progress
 //! and reads end of input), so the runtime needs no reduce chain for it either.
@@ -23,7 +35,9 @@ use crate::template::{self, Effect, ReductionChainError};
 use crate::terminal_dwa::{Boundary, ClassSet, FinalCheck, Lexing, TerminalDwa, NONE};
 use rayon::prelude::*;
 use stackmask_formats::{ParserDwa, TablesRef, TrieRef};
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Limits of the Parser DWA construction.
@@ -97,7 +111,12 @@ pub enum ParserDwaError {
 
 /// What one transition costs against [`ParserDwaLimits::boundary_steps`] besides its
 /// simulation steps.
-const STEP_COST: usize = 20;
+const STEP_COST: usize = 2;
+
+/// Same-level continuations (reductions back down to the state read, each read on it
+/// again) one read may chain before its boundary is left to the run-time trie walk:
+/// unit-rule chains are far shorter; only a grammar cycle reaches this.
+const MAX_LEVEL_CHAIN: usize = 1_000;
 
 /// Simulation steps for one stack state read before the compile gives up.
 pub const MAX_SIMULATION_STEPS: usize = 4_000_000;
@@ -138,16 +157,20 @@ struct Key {
 }
 
 /// One automaton state's transitions: keyed `(LR state, target, weight)`, and the
-/// default target.
-type LocalState = (Vec<(u32, u32, u32)>, u32);
+/// default target and weight.
+type LocalState = (Vec<(u32, u32, u32)>, u32, u32);
 
 /// One boundary's automaton, with local state ids (0 = stop) and class-set weights.
 struct BoundaryDwa {
     start: u32,
-    /// Per local state: keyed transitions `(LR state, target, weight)` and default target.
+    /// Per local state: keyed transitions `(LR state, target, weight)` and default
+    /// target; a target is a local state id or [`ParserDwa::FORK`] `|` a local fork id.
     states: Vec<LocalState>,
-    /// Per local weight id: the token words (`(index << 32) | bits`); 0 is empty.
-    weights: Vec<Vec<u64>>,
+    /// Per local fork: the local states it continues in (two or more, increasing).
+    forks: Vec<Vec<u32>>,
+    /// Per local weight id: the token words as runs ([`ParserDwa::encode_weight`]);
+    /// 0 is empty.
+    weights: Vec<Vec<u32>>,
     classes: usize,
     terminal_states: usize,
 }
@@ -198,6 +221,8 @@ pub fn build_parser_dwa(
                 })?;
             let t1 = t0.elapsed();
             let builder = Builder {
+                by_read: Default::default(),
+                by_goto: Default::default(),
                 tables,
                 tdwa: &tdwa,
                 goto_states: &goto_states,
@@ -231,10 +256,13 @@ pub fn build_parser_dwa(
         targets: Vec::new(),
         weights: Vec::new(),
         default_target: vec![ParserDwa::STOP],
+        default_weight: vec![0],
         weight_index: vec![0, 0],
         weight_words: Vec::new(),
+        fork_index: vec![0],
+        fork_states: Vec::new(),
     };
-    let mut weight_ids: HashMap<Vec<u64>, u32> = HashMap::new();
+    let mut weight_ids: HashMap<Vec<u32>, u32> = HashMap::new();
     weight_ids.insert(Vec::new(), 0);
     let mut starts: HashMap<Boundary, u32> = HashMap::new();
     let mut stats = ParserDwaStats {
@@ -251,13 +279,25 @@ pub fn build_parser_dwa(
         stats.terminal_dwa_states += dwa.terminal_states;
         // Local state s > 0 becomes offset + s - 1; local 0 stays STOP.
         let offset = out.default_target.len() as u32;
-        let global = |s: u32| {
+        let state = |s: u32| {
             if s == 0 {
                 ParserDwa::STOP
             } else {
                 offset + s - 1
             }
         };
+        let fork_offset = out.fork_index.len() as u32 - 1;
+        let global = |s: u32| {
+            if s & ParserDwa::FORK != 0 {
+                ParserDwa::FORK | (fork_offset + (s & !ParserDwa::FORK))
+            } else {
+                state(s)
+            }
+        };
+        for members in &dwa.forks {
+            out.fork_states.extend(members.iter().map(|&s| state(s)));
+            out.fork_index.push(out.fork_states.len() as u32);
+        }
         let mut local_weight = Vec::with_capacity(dwa.weights.len());
         for words in &dwa.weights {
             let next = weight_ids.len() as u32;
@@ -268,12 +308,12 @@ pub fn build_parser_dwa(
             });
             local_weight.push(id);
         }
-        if out.weight_words.len() * 8 > limits.max_weight_bytes {
+        if out.weight_words.len() * 4 > limits.max_weight_bytes {
             return Err(ParserDwaError::WeightBytes {
                 limit: limits.max_weight_bytes,
             });
         }
-        for (keys, default) in &dwa.states[1..] {
+        for (keys, default, default_weight) in &dwa.states[1..] {
             for &(r, target, w) in keys {
                 out.keys.push(r);
                 out.targets.push(global(target));
@@ -281,8 +321,10 @@ pub fn build_parser_dwa(
             }
             out.index.push(out.keys.len() as u32);
             out.default_target.push(global(*default));
+            out.default_weight
+                .push(local_weight[*default_weight as usize]);
         }
-        starts.insert(*b, global(dwa.start));
+        starts.insert(*b, state(dwa.start));
     }
     let configs = tables.conf_flags.len() as u32;
     for c in 0..configs {
@@ -293,11 +335,35 @@ pub fn build_parser_dwa(
         }
     }
     out.start.push(starts[&Boundary::Initial]);
+    let t = std::time::Instant::now();
+    let before = out.default_target.len();
+    let removed = crate::minimize::minimize(&mut out);
+    if std::env::var_os("STACKMASK_DEBUG_DWA").is_some() {
+        eprintln!(
+            "minimize: {before} -> {} states in {:?}",
+            before - removed,
+            t.elapsed()
+        );
+    }
     Ok((out, stats))
+}
+
+/// What a ready thread does on one LR state read: the classes it proves valid and
+/// the threads it leaves waiting.
+struct ThreadStep {
+    accepted: ClassSet,
+    threads: Vec<Thread>,
 }
 
 /// Builds one boundary's automaton by subset construction.
 struct Builder<'a> {
+    /// Per `(ready thread, LR state read)`: what the read does ([`Builder::read`]).
+    /// Threads recur in many automaton states, so each read is worked out once per
+    /// boundary.
+    by_read: RefCell<HashMap<(Thread, u32), Rc<ThreadStep>>>,
+    /// Per `(ready thread, goto target)`: the simulation on the goto target alone,
+    /// shared by every state read with that goto target ([`Builder::read`]).
+    by_goto: RefCell<HashMap<(Thread, u32), Rc<ThreadStep>>>,
     tables: TablesRef<'a>,
     tdwa: &'a TerminalDwa,
     goto_states: &'a [Vec<u32>],
@@ -328,6 +394,7 @@ impl Builder<'_> {
         let max_states = limits.max_states;
         let mut steps_left = limits.boundary_steps;
         let k = self.tdwa.num_classes();
+        let everything = self.tdwa.classes_below[0].clone();
         let mut ids: HashMap<Key, u32> = HashMap::new();
         let mut keys: Vec<Key> = Vec::new();
         let stop = Key {
@@ -336,36 +403,68 @@ impl Builder<'_> {
         };
         ids.insert(stop.clone(), 0);
         keys.push(stop);
+        let mut forks: Vec<Vec<u32>> = Vec::new();
+        let mut fork_ids: HashMap<Vec<u32>, u32> = HashMap::new();
         let mut weight_ids: HashMap<ClassSet, u32> = HashMap::new();
         weight_ids.insert(ClassSet::empty(k), 0);
         let mut weight_sets = vec![ClassSet::empty(k)];
 
-        let start_key = self.normalize(
+        // The automaton state(s) a thread set continues in: one per template
+        // continuation, as a fork where there are several (module docs).
+        let mut intern =
+            |threads: Vec<Thread>, keys: &mut Vec<Key>| -> Result<u32, ParserDwaError> {
+                let mut threads = threads;
+                threads.sort_unstable_by_key(|t| (t.term, t.pops, t.goto, t.node));
+                let parts: Vec<Key> = threads
+                    .chunk_by(|a, b| (a.term, a.pops, a.goto) == (b.term, b.pops, b.goto))
+                    .map(|group| self.normalize(group.to_vec(), everything.clone()))
+                    .collect();
+                let mut targets = Vec::with_capacity(parts.len());
+                for key in parts {
+                    let id = match ids.get(&key) {
+                        Some(&id) => id,
+                        None => {
+                            if counter.load(Ordering::Relaxed) + keys.len() >= max_states {
+                                return Err(ParserDwaError::States {
+                                    limit: max_states,
+                                    boundary: describe(),
+                                });
+                            }
+                            let id = keys.len() as u32;
+                            ids.insert(key.clone(), id);
+                            keys.push(key);
+                            id
+                        }
+                    };
+                    if id != 0 {
+                        targets.push(id);
+                    }
+                }
+                targets.sort_unstable();
+                targets.dedup();
+                Ok(match targets.len() {
+                    0 => 0,
+                    1 => targets[0],
+                    _ => {
+                        let next = forks.len() as u32;
+                        let f = *fork_ids.entry(targets.clone()).or_insert_with(|| {
+                            forks.push(targets);
+                            next
+                        });
+                        ParserDwa::FORK | f
+                    }
+                })
+            };
+        let start = intern(
             vec![Thread {
                 node: 0,
                 term: NONE,
                 pops: 0,
                 goto: NONE,
             }],
-            self.tdwa.classes_below[0].clone(),
-        );
-        let mut intern = |key: Key, keys: &mut Vec<Key>| -> Result<u32, ParserDwaError> {
-            if let Some(&id) = ids.get(&key) {
-                return Ok(id);
-            }
-            if counter.load(Ordering::Relaxed) >= max_states {
-                return Err(ParserDwaError::States {
-                    limit: max_states,
-                    boundary: describe(),
-                });
-            }
-            let id = keys.len() as u32;
-            ids.insert(key.clone(), id);
-            keys.push(key);
-            Ok(id)
-        };
-        let start = intern(start_key, &mut keys)?;
-        let mut states: Vec<LocalState> = vec![(Vec::new(), 0)];
+            &mut keys,
+        )?;
+        let mut states: Vec<LocalState> = vec![(Vec::new(), 0, 0)];
         let mut d = 1;
         while d < keys.len() {
             if keys.len() > limits.boundary_states {
@@ -382,8 +481,7 @@ impl Builder<'_> {
                     ..*t
                 })
                 .collect();
-            let default_key = self.normalize(waiting, key.undecided.clone());
-            let default = intern(default_key.clone(), &mut keys)?;
+            let default = intern(waiting, &mut keys)?;
             let mut candidates: Vec<u32> = Vec::new();
             let ready = key.threads.iter().filter(|t| t.pops == 0);
             if ready.clone().any(|t| t.goto == NONE) {
@@ -397,8 +495,10 @@ impl Builder<'_> {
                 candidates.dedup();
             }
             let mut trans = Vec::new();
+            let num_candidates = candidates.len();
+            let candidate_list = candidates.clone();
             for r in candidates {
-                let (next, accepted) = match self.step(&key, r, &mut steps_left) {
+                let (threads, accepted) = match self.step(&key, r, &mut steps_left) {
                     Ok(x) => x,
                     Err(StepError::BoundaryBudget) => return Ok(None),
                     Err(StepError::Chain(e)) => return Err(e.into()),
@@ -409,17 +509,51 @@ impl Builder<'_> {
                         })
                     }
                 };
-                if accepted.is_empty() && next == default_key {
+                let target = intern(threads, &mut keys)?;
+                if accepted.is_empty() && target == default {
                     continue;
                 }
-                let target = intern(next, &mut keys)?;
                 let w = *weight_ids.entry(accepted.clone()).or_insert_with(|| {
                     weight_sets.push(accepted);
                     weight_sets.len() as u32 - 1
                 });
                 trans.push((r, target, w));
             }
-            states.push((trans, default));
+            let mut default = (default, 0);
+            if key.threads.iter().all(|t| t.pops == 0) {
+                // Every thread takes a goto on the state read, and a real stack always
+                // has that goto (the LR parser built it: a reduction's goto exists on
+                // the state it uncovers), so only candidates occur here and the most
+                // common outcome can be the default.
+                let mut counts: HashMap<(u32, u32), usize> = HashMap::new();
+                for &(_, target, w) in &trans {
+                    *counts.entry((target, w)).or_default() += 1;
+                }
+                counts.insert(default, num_candidates - trans.len());
+                let common = counts
+                    .into_iter()
+                    .max_by_key(|&(outcome, n)| (n, std::cmp::Reverse(outcome)))
+                    .map(|(outcome, _)| outcome)
+                    .expect("the default is counted");
+                if common != default {
+                    // The candidates the old default covered get explicit transitions.
+                    let mut all: Vec<(u32, u32, u32)> = trans.clone();
+                    let listed: std::collections::HashSet<u32> =
+                        trans.iter().map(|t| t.0).collect();
+                    for &r in &candidate_list {
+                        if !listed.contains(&r) {
+                            all.push((r, default.0, default.1));
+                        }
+                    }
+                    all.sort_unstable();
+                    trans = all
+                        .into_iter()
+                        .filter(|&(_, t, w)| (t, w) != common)
+                        .collect();
+                    default = common;
+                }
+            }
+            states.push((trans, default.0, default.1));
             d += 1;
         }
         counter.fetch_add(keys.len() - 1, Ordering::Relaxed);
@@ -436,26 +570,22 @@ impl Builder<'_> {
         Ok(Some(BoundaryDwa {
             start,
             states,
+            forks,
             weights,
             classes: k,
             terminal_states: self.tdwa.num_states(),
         }))
     }
 
-    /// The token words of a class set.
-    fn token_words(&self, set: &ClassSet, vocab_len: usize) -> Vec<u64> {
+    /// The token words of a class set, as runs ([`ParserDwa::encode_weight`]).
+    fn token_words(&self, set: &ClassSet, vocab_len: usize) -> Vec<u32> {
         let mut dense = vec![0u32; vocab_len.div_ceil(32)];
         for class in set.iter() {
             for &t in &self.tdwa.class_tokens[class as usize] {
                 dense[t as usize / 32] |= 1 << (t % 32);
             }
         }
-        dense
-            .iter()
-            .enumerate()
-            .filter(|(_, &w)| w != 0)
-            .map(|(i, &w)| (i as u64) << 32 | w as u64)
-            .collect()
+        ParserDwa::encode_weight(&dense)
     }
 
     /// Drops threads no undecided class needs and classes no thread can decide.
@@ -482,46 +612,122 @@ impl Builder<'_> {
         key: &Key,
         r: u32,
         steps_left: &mut usize,
-    ) -> Result<(Key, ClassSet), StepError> {
-        let mut s = Step {
-            b: self,
-            undecided: &key.undecided,
-            accepted: ClassSet(vec![0; key.undecided.0.len()]),
-            threads: Vec::new(),
-            seen: Default::default(),
-            budget: MAX_SIMULATION_STEPS,
-        };
+    ) -> Result<(Vec<Thread>, ClassSet), StepError> {
+        let mut accepted = ClassSet::empty(self.tdwa.num_classes());
+        let mut threads = Vec::new();
+        // A step costs its simulations plus a fixed share for normalizing and
+        // interning its result, so that many cheap steps count too.
+        let mut spent = STEP_COST;
         for th in &key.threads {
             if th.pops > 0 {
-                s.threads.push(Thread {
+                threads.push(Thread {
                     pops: th.pops - 1,
                     ..*th
                 });
                 continue;
             }
-            let mut known = vec![r];
-            if th.goto != NONE {
-                match self.tables.lr.goto(r, th.goto) {
-                    Some(g) => known.push(g),
-                    None => continue,
-                }
-            }
-            if th.term == NONE {
-                s.explore(th.node, &known)?;
-            } else {
-                s.resume(th.node, th.term, &known)?;
-            }
+            let result = self.read(*th, r, 0, &mut spent)?;
+            accepted.union_with(&result.accepted);
+            threads.extend_from_slice(&result.threads);
         }
-        // A step costs its simulation plus a fixed share for normalizing and
-        // interning its result, so that many cheap steps count too.
-        let spent = MAX_SIMULATION_STEPS - s.budget + STEP_COST;
         *steps_left = steps_left
             .checked_sub(spent)
             .ok_or(StepError::BoundaryBudget)?;
-        let accepted = s.accepted;
-        let mut undecided = key.undecided.clone();
-        undecided.remove_all(&accepted);
-        Ok((self.normalize(s.threads, undecided), accepted))
+        accepted.intersect_with(&key.undecided);
+        Ok((threads, accepted))
+    }
+
+    /// What ready thread `th` does when it reads LR state `r` (memoized).
+    ///
+    /// The thread takes its goto on `r`, and what follows depends on `r` only where
+    /// a reduction pops back down to it. So the simulation runs on the goto target
+    /// alone (shared by every `r` with that target: in
+    /// canonical LR(1) far fewer than the states read), and only the reductions that
+    /// reach `r` — the same-level continuations, typically a chain of unit rules —
+    /// are read on `r` again here.
+    fn read(
+        &self,
+        th: Thread,
+        r: u32,
+        depth: usize,
+        spent: &mut usize,
+    ) -> Result<Rc<ThreadStep>, StepError> {
+        if let Some(result) = self.by_read.borrow().get(&(th, r)) {
+            return Ok(result.clone());
+        }
+        if depth > MAX_LEVEL_CHAIN {
+            return Err(StepError::BoundaryBudget);
+        }
+        let result = if th.goto == NONE {
+            // The start thread reads the head: the stack top as it is.
+            Rc::new(self.simulate(th, &[r], spent)?)
+        } else if let Some(g) = self.tables.lr.goto(r, th.goto) {
+            let cached = self.by_goto.borrow().get(&(th, g)).cloned();
+            let raw = match cached {
+                Some(raw) => raw,
+                None => {
+                    let raw = Rc::new(self.simulate(th, &[g], spent)?);
+                    self.by_goto.borrow_mut().insert((th, g), raw.clone());
+                    raw
+                }
+            };
+            let mut accepted = raw.accepted.clone();
+            let mut threads = Vec::new();
+            for t in &raw.threads {
+                if t.pops == 0 {
+                    // The reduction popped back to `r`: its goto is on `r`.
+                    let more = self.read(*t, r, depth + 1, spent)?;
+                    accepted.union_with(&more.accepted);
+                    threads.extend_from_slice(&more.threads);
+                } else {
+                    threads.push(Thread {
+                        pops: t.pops - 1,
+                        ..*t
+                    });
+                }
+            }
+            threads.sort_unstable();
+            threads.dedup();
+            Rc::new(ThreadStep { accepted, threads })
+        } else {
+            Rc::new(ThreadStep {
+                accepted: ClassSet::empty(self.tdwa.num_classes()),
+                threads: Vec::new(),
+            })
+        };
+        *spent += 1;
+        self.by_read.borrow_mut().insert((th, r), result.clone());
+        Ok(result)
+    }
+
+    /// Runs ready thread `th` on the stack top `known`: the classes proven valid and
+    /// the threads left waiting below `known` (`pops` counted from its bottom).
+    fn simulate(
+        &self,
+        th: Thread,
+        known: &[u32],
+        spent: &mut usize,
+    ) -> Result<ThreadStep, StepError> {
+        let mut s = Step {
+            b: self,
+            undecided: &self.tdwa.classes_below[0],
+            accepted: ClassSet::empty(self.tdwa.num_classes()),
+            threads: Vec::new(),
+            seen: Default::default(),
+            budget: MAX_SIMULATION_STEPS,
+        };
+        if th.term == NONE {
+            s.explore(th.node, known)?;
+        } else {
+            s.resume(th.node, th.term, known)?;
+        }
+        *spent += MAX_SIMULATION_STEPS - s.budget;
+        s.threads.sort_unstable();
+        s.threads.dedup();
+        Ok(ThreadStep {
+            accepted: s.accepted,
+            threads: s.threads,
+        })
     }
 }
 

@@ -54,9 +54,10 @@ pub const MAGIC: [u8; 8] = *b"SMASK\0\r\n";
 /// The format version this build writes and the only one it reads. Any change to the
 /// container layout bumps it, and so does a change to what a stackmask artifact must
 /// contain (see `ARTIFACT.md`, "Versioning"): version 2 added the Parser DWA and
-/// version 3 the ignore follow sets (exact masks at greedy dead ends), so an older
+/// version 3 the ignore follow sets (exact masks at greedy dead ends) and version 4
+/// factored Parser DWA states (forks) and run-encoded token sets, so an older
 /// artifact is refused with a "recompile" message instead of a missing section.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Length in bytes of the fixed header (format versions 1 and 2).
 pub const HEADER_LEN: usize = 64;

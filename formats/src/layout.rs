@@ -70,10 +70,16 @@ pub const PDWA_TARGETS: SectionKind = SectionKind::from_tag(*b"PDTG");
 pub const PDWA_WEIGHTS: SectionKind = SectionKind::from_tag(*b"PDWT");
 /// Parser DWA: default target per state (`u32`).
 pub const PDWA_DEFAULT: SectionKind = SectionKind::from_tag(*b"PDDF");
+/// Parser DWA: default weight per state (`u32`).
+pub const PDWA_DEFAULT_WEIGHT: SectionKind = SectionKind::from_tag(*b"PDDW");
 /// Token-set weights: index (`u32`, CSR).
 pub const WEIGHT_INDEX: SectionKind = SectionKind::from_tag(*b"WTIX");
-/// Token-set weights: `(word index << 32) | bits` (`u64`).
+/// Token-set weights: runs of mask words `[start, len, word × len]` (`u32`).
 pub const WEIGHT_WORDS: SectionKind = SectionKind::from_tag(*b"WTWD");
+/// Parser DWA forks: index (`u32`, CSR).
+pub const FORK_INDEX: SectionKind = SectionKind::from_tag(*b"FKIX");
+/// Parser DWA forks: the automaton states of each fork (`u32`).
+pub const FORK_STATES: SectionKind = SectionKind::from_tag(*b"FKST");
 /// Vocabulary: concatenated token bytes (`u8`).
 pub const VOCAB_BYTES: SectionKind = SectionKind::from_tag(*b"VBYT");
 /// Vocabulary: offsets (`u32`, `len + 1`).

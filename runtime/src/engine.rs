@@ -105,8 +105,11 @@ struct Ranges {
     pdwa_targets: Range<usize>,
     pdwa_weights: Range<usize>,
     pdwa_default: Range<usize>,
+    pdwa_default_weight: Range<usize>,
     weight_index: Range<usize>,
     weight_words: Range<usize>,
+    fork_index: Range<usize>,
+    fork_states: Range<usize>,
 }
 
 /// A loaded artifact.
@@ -202,8 +205,12 @@ impl Engine {
         let (r_pdwa_targets, pdwa_targets) = range::<u32>(&artifact, base, layout::PDWA_TARGETS)?;
         let (r_pdwa_weights, pdwa_weights) = range::<u32>(&artifact, base, layout::PDWA_WEIGHTS)?;
         let (r_pdwa_default, pdwa_default) = range::<u32>(&artifact, base, layout::PDWA_DEFAULT)?;
+        let (r_pdwa_default_weight, pdwa_default_weight) =
+            range::<u32>(&artifact, base, layout::PDWA_DEFAULT_WEIGHT)?;
         let (r_weight_index, weight_index) = range::<u32>(&artifact, base, layout::WEIGHT_INDEX)?;
-        let (r_weight_words, weight_words) = range::<u64>(&artifact, base, layout::WEIGHT_WORDS)?;
+        let (r_weight_words, weight_words) = range::<u32>(&artifact, base, layout::WEIGHT_WORDS)?;
+        let (r_fork_index, fork_index) = range::<u32>(&artifact, base, layout::FORK_INDEX)?;
+        let (r_fork_states, fork_states) = range::<u32>(&artifact, base, layout::FORK_STATES)?;
 
         let tables = TablesRef {
             dfa_trans,
@@ -283,8 +290,11 @@ impl Engine {
             targets: pdwa_targets,
             weights: pdwa_weights,
             default_target: pdwa_default,
+            default_weight: pdwa_default_weight,
             weight_index,
             weight_words,
+            fork_index,
+            fork_states,
         };
         dwa.validate(
             tables.conf_flags.len(),
@@ -331,8 +341,11 @@ impl Engine {
             pdwa_targets: r_pdwa_targets,
             pdwa_weights: r_pdwa_weights,
             pdwa_default: r_pdwa_default,
+            pdwa_default_weight: r_pdwa_default_weight,
             weight_index: r_weight_index,
             weight_words: r_weight_words,
+            fork_index: r_fork_index,
+            fork_states: r_fork_states,
         };
         Ok(Engine {
             backing,
@@ -418,8 +431,11 @@ impl Engine {
             targets: self.arr(&r.pdwa_targets),
             weights: self.arr(&r.pdwa_weights),
             default_target: self.arr(&r.pdwa_default),
+            default_weight: self.arr(&r.pdwa_default_weight),
             weight_index: self.arr(&r.weight_index),
             weight_words: self.arr(&r.weight_words),
+            fork_index: self.arr(&r.fork_index),
+            fork_states: self.arr(&r.fork_states),
         }
     }
 

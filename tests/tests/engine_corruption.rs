@@ -437,6 +437,21 @@ fn find(v: &[u32], p: impl Fn(u32) -> bool) -> usize {
     v.iter().position(|&x| p(x)).expect("an element to corrupt")
 }
 
+/// Offset in WEIGHT_WORDS of the header of the last weight's last run.
+fn last_run(p: &Parts) -> usize {
+    let index = p.u32s(layout::WEIGHT_INDEX);
+    let words = p.u32s(layout::WEIGHT_WORDS);
+    let (mut at, end) = (index[index.len() - 2] as usize, words.len());
+    assert!(at < end, "the last weight is not empty");
+    loop {
+        let next = at + 2 + words[at + 1] as usize;
+        if next >= end {
+            return at;
+        }
+        at = next;
+    }
+}
+
 fn crafted_cases() -> Vec<Case> {
     use layout::*;
     use Expect::*;
@@ -1088,26 +1103,56 @@ fn crafted_cases() -> Vec<Case> {
                 w[last] += 1;
             })
         }),
-        case("weight word beyond the mask", Invalid, |p| {
-            let bytes = &mut p.section_mut(WEIGHT_WORDS).bytes;
-            let at = bytes.len() - 8;
-            bytes[at + 4..at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        case("weight run beyond the mask", Invalid, |p| {
+            let at = last_run(p);
+            let mask_words = p.meta().vocab_len.div_ceil(32);
+            p.edit_u32s(WEIGHT_WORDS, |w| w[at] = mask_words)
         }),
-        case("weight word with no bits", Invalid, |p| {
-            let bytes = &mut p.section_mut(WEIGHT_WORDS).bytes;
-            let at = bytes.len() - 8;
-            bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+        case("weight run ending with an empty word", Invalid, |p| {
+            p.edit_u32s(WEIGHT_WORDS, |w| *w.last_mut().unwrap() = 0)
+        }),
+        case("weight run longer than its weight", Invalid, |p| {
+            let at = last_run(p);
+            p.edit_u32s(WEIGHT_WORDS, |w| w[at + 1] += 1)
         }),
         case("weight names a token past the vocabulary", Invalid, |p| {
-            // The last word of the last weight covers the highest word with bits;
-            // the bytes vocabulary has 257 ids, so bit 31 of word 8 is no token.
-            let bytes = &mut p.section_mut(WEIGHT_WORDS).bytes;
-            let at = bytes.len() - 8;
-            let word = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
-            let bits = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-            let bits: u32 = if word == 8 { bits | 1 << 31 } else { 1 << 31 };
-            bytes[at..at + 4].copy_from_slice(&bits.to_le_bytes());
-            bytes[at + 4..at + 8].copy_from_slice(&8u32.to_le_bytes());
+            // A new weight with one run: the bytes vocabulary has 257 ids, so bit 31
+            // of word 8 is no token.
+            p.edit_u32s(WEIGHT_WORDS, |w| w.extend([8, 1, 1 << 31]));
+            let len = p.u32s(WEIGHT_WORDS).len() as u32;
+            p.edit_u32s(WEIGHT_INDEX, |w| w.push(len))
+        }),
+        case("Parser DWA default weight out of range", Invalid, |p| {
+            let n = p.u32s(WEIGHT_INDEX).len() as u32;
+            p.edit_u32s(PDWA_DEFAULT_WEIGHT, |w| w[1] = n)
+        }),
+        case("Parser DWA default weights too short", Invalid, |p| {
+            p.edit_u32s(PDWA_DEFAULT_WEIGHT, |w| {
+                w.pop();
+            })
+        }),
+        case(
+            "Parser DWA target names a fork that does not exist",
+            Invalid,
+            |p| {
+                let forks = p.u32s(FORK_INDEX).len() as u32 - 1;
+                p.edit_u32s(PDWA_TARGETS, |t| {
+                    t[0] = stackmask_formats::ParserDwa::FORK | forks
+                })
+            },
+        ),
+        case("Parser DWA fork of one state", Invalid, |p| {
+            p.edit_u32s(FORK_STATES, |f| f.push(1));
+            let len = p.u32s(FORK_STATES).len() as u32;
+            p.edit_u32s(FORK_INDEX, |f| f.push(len))
+        }),
+        case("Parser DWA fork naming the stop state", Invalid, |p| {
+            p.edit_u32s(FORK_STATES, |f| f.extend([0, 1]));
+            let len = p.u32s(FORK_STATES).len() as u32;
+            p.edit_u32s(FORK_INDEX, |f| f.push(len))
+        }),
+        case("Parser DWA fork index past its states", Invalid, |p| {
+            p.edit_u32s(FORK_INDEX, |f| *f.last_mut().unwrap() += 1)
         }),
         case("Parser DWA start table too short", Invalid, |p| {
             p.edit_u32s(PDWA_START, |s| {
@@ -1523,8 +1568,11 @@ fn section_kinds_are_the_documented_ones() {
         layout::PDWA_TARGETS,
         layout::PDWA_WEIGHTS,
         layout::PDWA_DEFAULT,
+        layout::PDWA_DEFAULT_WEIGHT,
         layout::WEIGHT_INDEX,
         layout::WEIGHT_WORDS,
+        layout::FORK_INDEX,
+        layout::FORK_STATES,
     ] {
         assert_eq!(kinds.iter().filter(|&&x| x == k).count(), 1, "{k}");
     }

@@ -56,7 +56,7 @@ impl DwaWalk {
         mask.fill(0);
         let gss: &Gss = &state.gss;
         while let Some((mut node, mut d)) = self.work.pop() {
-            // Down one path while it does not fork.
+            // Down one path while it neither forks in the GSS nor in the automaton.
             loop {
                 let n = gss.nodes[node as usize];
                 let (next, w) = dwa.step(d, n.state);
@@ -67,7 +67,7 @@ impl DwaWalk {
                     break;
                 }
                 let first = gss.edges[n.first_edge as usize];
-                if first.next == NONE {
+                if first.next == NONE && next & ParserDwa::FORK == 0 {
                     // One predecessor: a node with one edge is on no cycle (module docs).
                     let to = gss.nodes[first.to as usize];
                     if to.first_edge != NONE && gss.edges[to.first_edge as usize].next != NONE {
@@ -80,11 +80,21 @@ impl DwaWalk {
                     (node, d) = (first.to, next);
                     continue;
                 }
+                // A GSS fork or an automaton fork: every pair is remembered, so paths
+                // that meet again (two states of a fork reaching one state) are
+                // walked once.
+                let targets = if next & ParserDwa::FORK != 0 {
+                    dwa.fork(next)
+                } else {
+                    std::slice::from_ref(&next)
+                };
                 let mut e = n.first_edge;
                 while e != NONE {
                     let edge = gss.edges[e as usize];
-                    if self.seen.insert(pair(edge.to, next)) {
-                        self.work.push((edge.to, next));
+                    for &t in targets {
+                        if self.seen.insert(pair(edge.to, t)) {
+                            self.work.push((edge.to, t));
+                        }
                     }
                     e = edge.next;
                 }
