@@ -34,6 +34,7 @@
 use crate::template::{self, Effect, ReductionChainError};
 use crate::terminal_dwa::{Boundary, ClassSet, FinalCheck, Lexing, TerminalDwa, NONE};
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 use stackmask_formats::{ParserDwa, TablesRef, TrieRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -63,8 +64,8 @@ impl Default for ParserDwaLimits {
             max_states: 1 << 21,
             max_weight_bytes: 1 << 30,
             max_terminal_states: 1 << 22,
-            boundary_states: 5_000,
-            boundary_steps: 4_000_000,
+            boundary_states: 40_000,
+            boundary_steps: 40_000_000,
         }
     }
 }
@@ -149,12 +150,9 @@ struct Thread {
     goto: u32,
 }
 
-/// An automaton state of one boundary.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Key {
-    threads: Vec<Thread>,
-    undecided: ClassSet,
-}
+/// An automaton state of one boundary: its threads (one template continuation, sorted,
+/// each with classes still to decide); the stop state has none.
+type Key = Vec<Thread>;
 
 /// One automaton state's transitions: keyed `(LR state, target, weight)`, and the
 /// default target and weight.
@@ -223,6 +221,10 @@ pub fn build_parser_dwa(
             let builder = Builder {
                 by_read: Default::default(),
                 by_goto: Default::default(),
+                nothing: Rc::new(ThreadStep {
+                    accepted: ClassSet::empty(tdwa.num_classes()),
+                    threads: Vec::new(),
+                }),
                 tables,
                 tdwa: &tdwa,
                 goto_states: &goto_states,
@@ -355,15 +357,25 @@ struct ThreadStep {
     threads: Vec<Thread>,
 }
 
+/// What a ready thread does after its goto to one target state: [`ThreadStep`] for
+/// the threads that pop below the state read (already counted one level down), and
+/// the threads whose reductions pop back to the state read, to be read on it again.
+struct GotoStep {
+    below: Rc<ThreadStep>,
+    same_level: Vec<Thread>,
+}
+
 /// Builds one boundary's automaton by subset construction.
 struct Builder<'a> {
     /// Per `(ready thread, LR state read)`: what the read does ([`Builder::read`]).
     /// Threads recur in many automaton states, so each read is worked out once per
     /// boundary.
-    by_read: RefCell<HashMap<(Thread, u32), Rc<ThreadStep>>>,
+    by_read: RefCell<FxHashMap<(Thread, u32), Rc<ThreadStep>>>,
     /// Per `(ready thread, goto target)`: the simulation on the goto target alone,
     /// shared by every state read with that goto target ([`Builder::read`]).
-    by_goto: RefCell<HashMap<(Thread, u32), Rc<ThreadStep>>>,
+    by_goto: RefCell<FxHashMap<(Thread, u32), Rc<GotoStep>>>,
+    /// The result of a read that does nothing (shared, so it costs no allocation).
+    nothing: Rc<ThreadStep>,
     tables: TablesRef<'a>,
     tdwa: &'a TerminalDwa,
     goto_states: &'a [Vec<u32>],
@@ -378,7 +390,7 @@ struct Step<'a> {
     accepted: ClassSet,
     threads: Vec<Thread>,
     /// `(node, known stack)` pairs explored in this step.
-    seen: std::collections::HashSet<(u32, Vec<u32>)>,
+    seen: rustc_hash::FxHashSet<(u32, Vec<u32>)>,
     budget: usize,
 }
 
@@ -394,34 +406,35 @@ impl Builder<'_> {
         let max_states = limits.max_states;
         let mut steps_left = limits.boundary_steps;
         let k = self.tdwa.num_classes();
-        let everything = self.tdwa.classes_below[0].clone();
-        let mut ids: HashMap<Key, u32> = HashMap::new();
-        let mut keys: Vec<Key> = Vec::new();
-        let stop = Key {
-            threads: Vec::new(),
-            undecided: ClassSet::empty(k),
-        };
-        ids.insert(stop.clone(), 0);
-        keys.push(stop);
+        let has_classes: Vec<bool> = self
+            .tdwa
+            .classes_below
+            .iter()
+            .map(|c| !c.is_empty())
+            .collect();
+        let mut ids: FxHashMap<Key, u32> = FxHashMap::default();
+        let mut keys: Vec<Key> = vec![Vec::new()];
+        ids.insert(Vec::new(), 0);
         let mut forks: Vec<Vec<u32>> = Vec::new();
-        let mut fork_ids: HashMap<Vec<u32>, u32> = HashMap::new();
-        let mut weight_ids: HashMap<ClassSet, u32> = HashMap::new();
+        let mut fork_ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        let mut weight_ids: FxHashMap<ClassSet, u32> = FxHashMap::default();
         weight_ids.insert(ClassSet::empty(k), 0);
         let mut weight_sets = vec![ClassSet::empty(k)];
+        let mut targets: Vec<u32> = Vec::new();
 
         // The automaton state(s) a thread set continues in: one per template
-        // continuation, as a fork where there are several (module docs).
+        // continuation, as a fork where there are several (module docs). Threads
+        // whose words are all decided (no class below their node) are dropped.
         let mut intern =
-            |threads: Vec<Thread>, keys: &mut Vec<Key>| -> Result<u32, ParserDwaError> {
-                let mut threads = threads;
+            |threads: &mut Vec<Thread>, keys: &mut Vec<Key>| -> Result<u32, ParserDwaError> {
+                threads.retain(|t| has_classes[t.node as usize]);
                 threads.sort_unstable_by_key(|t| (t.term, t.pops, t.goto, t.node));
-                let parts: Vec<Key> = threads
-                    .chunk_by(|a, b| (a.term, a.pops, a.goto) == (b.term, b.pops, b.goto))
-                    .map(|group| self.normalize(group.to_vec(), everything.clone()))
-                    .collect();
-                let mut targets = Vec::with_capacity(parts.len());
-                for key in parts {
-                    let id = match ids.get(&key) {
+                threads.dedup();
+                targets.clear();
+                for group in
+                    threads.chunk_by(|a, b| (a.term, a.pops, a.goto) == (b.term, b.pops, b.goto))
+                {
+                    let id = match ids.get(group) {
                         Some(&id) => id,
                         None => {
                             if counter.load(Ordering::Relaxed) + keys.len() >= max_states {
@@ -431,24 +444,21 @@ impl Builder<'_> {
                                 });
                             }
                             let id = keys.len() as u32;
-                            ids.insert(key.clone(), id);
-                            keys.push(key);
+                            ids.insert(group.to_vec(), id);
+                            keys.push(group.to_vec());
                             id
                         }
                     };
-                    if id != 0 {
-                        targets.push(id);
-                    }
+                    targets.push(id);
                 }
                 targets.sort_unstable();
-                targets.dedup();
                 Ok(match targets.len() {
                     0 => 0,
                     1 => targets[0],
                     _ => {
                         let next = forks.len() as u32;
                         let f = *fork_ids.entry(targets.clone()).or_insert_with(|| {
-                            forks.push(targets);
+                            forks.push(targets.clone());
                             next
                         });
                         ParserDwa::FORK | f
@@ -456,7 +466,7 @@ impl Builder<'_> {
                 })
             };
         let start = intern(
-            vec![Thread {
+            &mut vec![Thread {
                 node: 0,
                 term: NONE,
                 pops: 0,
@@ -472,8 +482,7 @@ impl Builder<'_> {
             }
             let key = keys[d].clone();
             // Default: only threads still popping survive a state without a key.
-            let waiting: Vec<Thread> = key
-                .threads
+            let mut waiting: Vec<Thread> = key
                 .iter()
                 .filter(|t| t.pops > 0)
                 .map(|t| Thread {
@@ -481,9 +490,9 @@ impl Builder<'_> {
                     ..*t
                 })
                 .collect();
-            let default = intern(waiting, &mut keys)?;
+            let default = intern(&mut waiting, &mut keys)?;
             let mut candidates: Vec<u32> = Vec::new();
-            let ready = key.threads.iter().filter(|t| t.pops == 0);
+            let ready = key.iter().filter(|t| t.pops == 0);
             if ready.clone().any(|t| t.goto == NONE) {
                 // Only the start state reads the head (it has no other thread).
                 candidates.extend_from_slice(&self.heads);
@@ -498,7 +507,7 @@ impl Builder<'_> {
             let num_candidates = candidates.len();
             let candidate_list = candidates.clone();
             for r in candidates {
-                let (threads, accepted) = match self.step(&key, r, &mut steps_left) {
+                let (mut threads, accepted) = match self.step(&key, r, &mut steps_left) {
                     Ok(x) => x,
                     Err(StepError::BoundaryBudget) => return Ok(None),
                     Err(StepError::Chain(e)) => return Err(e.into()),
@@ -509,7 +518,7 @@ impl Builder<'_> {
                         })
                     }
                 };
-                let target = intern(threads, &mut keys)?;
+                let target = intern(&mut threads, &mut keys)?;
                 if accepted.is_empty() && target == default {
                     continue;
                 }
@@ -520,7 +529,7 @@ impl Builder<'_> {
                 trans.push((r, target, w));
             }
             let mut default = (default, 0);
-            if key.threads.iter().all(|t| t.pops == 0) {
+            if key.iter().all(|t| t.pops == 0) {
                 // Every thread takes a goto on the state read, and a real stack always
                 // has that goto (the LR parser built it: a reduction's goto exists on
                 // the state it uncovers), so only candidates occur here and the most
@@ -588,23 +597,6 @@ impl Builder<'_> {
         ParserDwa::encode_weight(&dense)
     }
 
-    /// Drops threads no undecided class needs and classes no thread can decide.
-    fn normalize(&self, mut threads: Vec<Thread>, mut undecided: ClassSet) -> Key {
-        let below = &self.tdwa.classes_below;
-        threads.retain(|t| below[t.node as usize].intersects(&undecided));
-        threads.sort_unstable();
-        threads.dedup();
-        let mut live = ClassSet(vec![0; undecided.0.len()]);
-        for t in &threads {
-            live.union_with(&below[t.node as usize]);
-        }
-        undecided.intersect_with(&live);
-        if undecided.is_empty() {
-            threads.clear();
-        }
-        Key { threads, undecided }
-    }
-
     /// Reads LR state `r` in automaton state `key`: the next state and the classes
     /// decided valid.
     fn step(
@@ -618,7 +610,7 @@ impl Builder<'_> {
         // A step costs its simulations plus a fixed share for normalizing and
         // interning its result, so that many cheap steps count too.
         let mut spent = STEP_COST;
-        for th in &key.threads {
+        for th in key {
             if th.pops > 0 {
                 threads.push(Thread {
                     pops: th.pops - 1,
@@ -633,7 +625,6 @@ impl Builder<'_> {
         *steps_left = steps_left
             .checked_sub(spent)
             .ok_or(StepError::BoundaryBudget)?;
-        accepted.intersect_with(&key.undecided);
         Ok((threads, accepted))
     }
 
@@ -663,37 +654,44 @@ impl Builder<'_> {
             Rc::new(self.simulate(th, &[r], spent)?)
         } else if let Some(g) = self.tables.lr.goto(r, th.goto) {
             let cached = self.by_goto.borrow().get(&(th, g)).cloned();
-            let raw = match cached {
-                Some(raw) => raw,
+            let after = match cached {
+                Some(after) => after,
                 None => {
-                    let raw = Rc::new(self.simulate(th, &[g], spent)?);
-                    self.by_goto.borrow_mut().insert((th, g), raw.clone());
-                    raw
+                    let raw = self.simulate(th, &[g], spent)?;
+                    let (same_level, mut below): (Vec<Thread>, Vec<Thread>) =
+                        raw.threads.into_iter().partition(|t| t.pops == 0);
+                    for t in &mut below {
+                        t.pops -= 1;
+                    }
+                    let after = Rc::new(GotoStep {
+                        below: Rc::new(ThreadStep {
+                            accepted: raw.accepted,
+                            threads: below,
+                        }),
+                        same_level,
+                    });
+                    self.by_goto.borrow_mut().insert((th, g), after.clone());
+                    after
                 }
             };
-            let mut accepted = raw.accepted.clone();
-            let mut threads = Vec::new();
-            for t in &raw.threads {
-                if t.pops == 0 {
+            if after.same_level.is_empty() {
+                // What follows does not depend on `r` itself: share the result.
+                after.below.clone()
+            } else {
+                let mut accepted = after.below.accepted.clone();
+                let mut threads = after.below.threads.clone();
+                for t in &after.same_level {
                     // The reduction popped back to `r`: its goto is on `r`.
                     let more = self.read(*t, r, depth + 1, spent)?;
                     accepted.union_with(&more.accepted);
                     threads.extend_from_slice(&more.threads);
-                } else {
-                    threads.push(Thread {
-                        pops: t.pops - 1,
-                        ..*t
-                    });
                 }
+                threads.sort_unstable();
+                threads.dedup();
+                Rc::new(ThreadStep { accepted, threads })
             }
-            threads.sort_unstable();
-            threads.dedup();
-            Rc::new(ThreadStep { accepted, threads })
         } else {
-            Rc::new(ThreadStep {
-                accepted: ClassSet::empty(self.tdwa.num_classes()),
-                threads: Vec::new(),
-            })
+            self.nothing.clone()
         };
         *spent += 1;
         self.by_read.borrow_mut().insert((th, r), result.clone());
