@@ -36,7 +36,7 @@ pub fn mask_stats(stats: &ParserDwaStats, dwa: &ParserDwa) -> MaskStats {
         parser_dwa_states: dwa.num_states() as u32,
         parser_dwa_transitions: dwa.keys.len() as u32,
         weights: dwa.num_weights() as u32,
-        weight_bytes: 4 * dwa.weight_words.len() as u64,
+        weight_bytes: dwa.weight_bytes() as u64,
         fallback_boundaries: stats.fallback_boundaries as u32,
     }
 }
@@ -113,7 +113,9 @@ pub fn build_artifact(
     w.add_pod(layout::PDWA_DEFAULT, &d.default_target)?;
     w.add_pod(layout::PDWA_DEFAULT_WEIGHT, &d.default_weight)?;
     w.add_pod(layout::WEIGHT_INDEX, &d.weight_index)?;
-    w.add_pod(layout::WEIGHT_WORDS, &d.weight_words)?;
+    w.add_pod(layout::WEIGHT_CHUNKS, &d.weight_chunks)?;
+    w.add_pod(layout::CHUNK_TABLE, &d.chunk_table)?;
+    w.add_pod(layout::CHUNK_WORDS, &d.chunk_words)?;
     w.add_pod(layout::FORK_INDEX, &d.fork_index)?;
     w.add_pod(layout::FORK_STATES, &d.fork_states)?;
     Ok(w.finish())

@@ -200,7 +200,9 @@ pub fn minimize(d: &mut ParserDwa) -> usize {
         default_target: Vec::with_capacity(blocks),
         default_weight: Vec::with_capacity(blocks),
         weight_index: std::mem::take(&mut d.weight_index),
-        weight_words: std::mem::take(&mut d.weight_words),
+        weight_chunks: std::mem::take(&mut d.weight_chunks),
+        chunk_table: std::mem::take(&mut d.chunk_table),
+        chunk_words: std::mem::take(&mut d.chunk_words),
         fork_index: vec![0],
         fork_states: Vec::new(),
     };

@@ -166,8 +166,8 @@ struct BoundaryDwa {
     states: Vec<LocalState>,
     /// Per local fork: the local states it continues in (two or more, increasing).
     forks: Vec<Vec<u32>>,
-    /// Per local weight id: the token words as runs ([`ParserDwa::encode_weight`]);
-    /// 0 is empty.
+    /// Per local weight id: its chunks, as ids of the shared [`ChunkStore`]; 0 is
+    /// empty.
     weights: Vec<Vec<u32>>,
     classes: usize,
     terminal_states: usize,
@@ -184,6 +184,39 @@ pub struct ParserDwaStats {
     pub terminal_dwa_states: usize,
     /// Boundaries past their per-boundary budget, left to the run-time trie walk.
     pub fallback_boundaries: usize,
+}
+
+/// The chunks of token sets (see [`ParserDwa::chunk_table`]), interned across all
+/// boundaries as they are built: neighbouring boundaries' token sets share most of
+/// their windows.
+#[derive(Default)]
+struct ChunkStore {
+    ids: FxHashMap<(u32, Vec<u32>), u32>,
+    /// Per chunk id: its start word and words.
+    chunks: Vec<(u32, Vec<u32>)>,
+}
+
+impl ChunkStore {
+    /// The chunk ids of the dense mask words `dense`: the nonzero part of each
+    /// aligned window that has one, in order.
+    fn intern(&mut self, dense: &[u32]) -> Vec<u32> {
+        let window = ParserDwa::CHUNK_WORDS as usize;
+        let mut out = Vec::new();
+        for (w, words) in dense.chunks(window).enumerate() {
+            let Some(first) = words.iter().position(|&x| x != 0) else {
+                continue;
+            };
+            let last = words.iter().rposition(|&x| x != 0).expect("a nonzero word");
+            let key = ((w * window + first) as u32, words[first..=last].to_vec());
+            let next = self.chunks.len() as u32;
+            let id = *self.ids.entry(key).or_insert_with_key(|key| {
+                self.chunks.push(key.clone());
+                next
+            });
+            out.push(id);
+        }
+        out
+    }
 }
 
 /// Builds the Parser DWA of a grammar for a vocabulary of `vocab_len` ids.
@@ -207,6 +240,7 @@ pub fn build_parser_dwa(
         }
     }
     let counter = AtomicUsize::new(1);
+    let chunk_store = std::sync::Mutex::new(ChunkStore::default());
     let built: Vec<Option<BoundaryDwa>> = boundaries
         .par_iter()
         .map(|&b| {
@@ -229,6 +263,7 @@ pub fn build_parser_dwa(
                 tdwa: &tdwa,
                 goto_states: &goto_states,
                 heads: lexing.head_states(b),
+                chunks: &chunk_store,
             };
             let r = builder.build(vocab_len, &counter, &limits, &|| describe(b));
             // Per-boundary sizes and times, for finding what makes a grammar expensive.
@@ -260,12 +295,18 @@ pub fn build_parser_dwa(
         default_target: vec![ParserDwa::STOP],
         default_weight: vec![0],
         weight_index: vec![0, 0],
-        weight_words: Vec::new(),
+        weight_chunks: Vec::new(),
+        chunk_table: Vec::new(),
+        chunk_words: Vec::new(),
         fork_index: vec![0],
         fork_states: Vec::new(),
     };
     let mut weight_ids: HashMap<Vec<u32>, u32> = HashMap::new();
     weight_ids.insert(Vec::new(), 0);
+    // Chunks renumbered in order of first use, so that the artifact does not depend
+    // on the order the boundaries were built in.
+    let store = chunk_store.into_inner().expect("no builder panicked");
+    let mut chunk_ids: Vec<u32> = vec![u32::MAX; store.chunks.len()];
     let mut starts: HashMap<Boundary, u32> = HashMap::new();
     let mut stats = ParserDwaStats {
         boundaries: built.len(),
@@ -301,16 +342,32 @@ pub fn build_parser_dwa(
             out.fork_index.push(out.fork_states.len() as u32);
         }
         let mut local_weight = Vec::with_capacity(dwa.weights.len());
-        for words in &dwa.weights {
+        for chunks in &dwa.weights {
+            let chunks: Vec<u32> = chunks
+                .iter()
+                .map(|&c| {
+                    if chunk_ids[c as usize] == u32::MAX {
+                        let (start, words) = &store.chunks[c as usize];
+                        chunk_ids[c as usize] = out.chunk_table.len() as u32 / 3;
+                        out.chunk_table.extend([
+                            *start,
+                            words.len() as u32,
+                            out.chunk_words.len() as u32,
+                        ]);
+                        out.chunk_words.extend_from_slice(words);
+                    }
+                    chunk_ids[c as usize]
+                })
+                .collect();
             let next = weight_ids.len() as u32;
-            let id = *weight_ids.entry(words.clone()).or_insert_with(|| {
-                out.weight_words.extend_from_slice(words);
-                out.weight_index.push(out.weight_words.len() as u32);
+            let id = *weight_ids.entry(chunks).or_insert_with_key(|chunks| {
+                out.weight_chunks.extend_from_slice(chunks);
+                out.weight_index.push(out.weight_chunks.len() as u32);
                 next
             });
             local_weight.push(id);
         }
-        if out.weight_words.len() * 4 > limits.max_weight_bytes {
+        if out.weight_bytes() > limits.max_weight_bytes {
             return Err(ParserDwaError::WeightBytes {
                 limit: limits.max_weight_bytes,
             });
@@ -381,6 +438,8 @@ struct Builder<'a> {
     goto_states: &'a [Vec<u32>],
     /// The LR states a head of this boundary can be in (the first state read).
     heads: Vec<u32>,
+    /// Where the token sets' chunks are interned.
+    chunks: &'a std::sync::Mutex<ChunkStore>,
 }
 
 /// What one step (one LR state read) produced.
@@ -574,7 +633,7 @@ impl Builder<'_> {
         }
         let weights = weight_sets
             .iter()
-            .map(|set| self.token_words(set, vocab_len))
+            .map(|set| self.token_chunks(set, vocab_len))
             .collect();
         Ok(Some(BoundaryDwa {
             start,
@@ -586,15 +645,18 @@ impl Builder<'_> {
         }))
     }
 
-    /// The token words of a class set, as runs ([`ParserDwa::encode_weight`]).
-    fn token_words(&self, set: &ClassSet, vocab_len: usize) -> Vec<u32> {
+    /// The chunks of a class set's tokens, interned in the shared store.
+    fn token_chunks(&self, set: &ClassSet, vocab_len: usize) -> Vec<u32> {
         let mut dense = vec![0u32; vocab_len.div_ceil(32)];
         for class in set.iter() {
             for &t in &self.tdwa.class_tokens[class as usize] {
                 dense[t as usize / 32] |= 1 << (t % 32);
             }
         }
-        ParserDwa::encode_weight(&dense)
+        self.chunks
+            .lock()
+            .expect("no builder panicked")
+            .intern(&dense)
     }
 
     /// Reads LR state `r` in automaton state `key`: the next state and the classes

@@ -72,10 +72,14 @@ pub const PDWA_WEIGHTS: SectionKind = SectionKind::from_tag(*b"PDWT");
 pub const PDWA_DEFAULT: SectionKind = SectionKind::from_tag(*b"PDDF");
 /// Parser DWA: default weight per state (`u32`).
 pub const PDWA_DEFAULT_WEIGHT: SectionKind = SectionKind::from_tag(*b"PDDW");
-/// Token-set weights: index (`u32`, CSR).
+/// Token-set weights: index into [`WEIGHT_CHUNKS`] (`u32`, CSR).
 pub const WEIGHT_INDEX: SectionKind = SectionKind::from_tag(*b"WTIX");
-/// Token-set weights: runs of mask words `[start, len, word × len]` (`u32`).
-pub const WEIGHT_WORDS: SectionKind = SectionKind::from_tag(*b"WTWD");
+/// Token-set weights: chunk ids (`u32`).
+pub const WEIGHT_CHUNKS: SectionKind = SectionKind::from_tag(*b"WTCK");
+/// Token-set chunks: `(start word, length, offset)` triples (`u32`).
+pub const CHUNK_TABLE: SectionKind = SectionKind::from_tag(*b"CKTB");
+/// Token-set chunks: their mask words (`u32`).
+pub const CHUNK_WORDS: SectionKind = SectionKind::from_tag(*b"CKWD");
 /// Parser DWA forks: index (`u32`, CSR).
 pub const FORK_INDEX: SectionKind = SectionKind::from_tag(*b"FKIX");
 /// Parser DWA forks: the automaton states of each fork (`u32`).

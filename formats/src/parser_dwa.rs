@@ -16,9 +16,11 @@
 //! LR parser never uncovers a state without the goto it reduces to), so the compiler
 //! makes the most common outcome the default. A transition may lead to a *fork*
 //! ([`ParserDwa::FORK`]): several states that each read on. Weights are stored once,
-//! deduplicated, as runs of `u32` mask words (`[start, len, words…]`): a sparse weight
-//! costs what it sets, a dense one (most of the vocabulary) is one contiguous,
-//! vectorized OR.
+//! deduplicated, as lists of *chunks*: the nonzero part of one aligned window of
+//! [`ParserDwa::CHUNK_WORDS`] mask words, itself stored once however many weights
+//! contain it. Token sets of neighbouring states differ in few tokens, so most of
+//! their windows are shared (C × o200k: 85 MB of runs became ~8 MB); OR-ing a chunk
+//! is one contiguous, vectorized loop, and a sparse weight costs what it sets.
 //!
 //! [`ParserDwa`] owns the arrays (the compiler builds it; the artifact stores each one
 //! as its own aligned section); [`ParserDwaRef`] borrows them, from an owned value or
@@ -46,12 +48,17 @@ pub struct ParserDwa {
     pub default_target: Vec<u32>,
     /// Per automaton state: the weight for LR states without a key.
     pub default_weight: Vec<u32>,
-    /// Runs of weight `w`: `weight_words[weight_index[w]..weight_index[w + 1]]`.
+    /// Chunks of weight `w`: `weight_chunks[weight_index[w]..weight_index[w + 1]]`.
     pub weight_index: Vec<u32>,
-    /// Each weight as runs of mask words `[start, len, word × len]`: starts increasing,
-    /// runs neither overlapping nor touching, `len ≥ 1`, a run's first and last word
-    /// never 0 (see [`ParserDwa::encode_weight`]).
-    pub weight_words: Vec<u32>,
+    /// Chunk ids of each weight, in increasing order of their start word, never
+    /// overlapping.
+    pub weight_chunks: Vec<u32>,
+    /// Per chunk, three `u32`: the mask word it starts at, its length in words
+    /// (1 to [`ParserDwa::CHUNK_WORDS`], within one aligned window of that many
+    /// words), and its offset in `chunk_words`.
+    pub chunk_table: Vec<u32>,
+    /// The words of every chunk; a chunk's first and last word are never 0.
+    pub chunk_words: Vec<u32>,
     /// States of fork `f`: `fork_states[fork_index[f]..fork_index[f + 1]]`.
     pub fork_index: Vec<u32>,
     /// Two or more automaton states per fork, strictly increasing, never STOP.
@@ -79,8 +86,12 @@ pub struct ParserDwaRef<'a> {
     pub default_weight: &'a [u32],
     /// See [`ParserDwa::weight_index`].
     pub weight_index: &'a [u32],
-    /// See [`ParserDwa::weight_words`].
-    pub weight_words: &'a [u32],
+    /// See [`ParserDwa::weight_chunks`].
+    pub weight_chunks: &'a [u32],
+    /// See [`ParserDwa::chunk_table`].
+    pub chunk_table: &'a [u32],
+    /// See [`ParserDwa::chunk_words`].
+    pub chunk_words: &'a [u32],
     /// See [`ParserDwa::fork_index`].
     pub fork_index: &'a [u32],
     /// See [`ParserDwa::fork_states`].
@@ -100,6 +111,10 @@ impl ParserDwa {
     /// OR-ed). Start entries are never forks.
     pub const FORK: u32 = 1 << 31;
 
+    /// Width in mask words of the aligned windows weights are cut into (2,048
+    /// tokens): a window's words are stored once however many weights share them.
+    pub const CHUNK_WORDS: u32 = 64;
+
     /// Borrows the tables.
     pub fn view(&self) -> ParserDwaRef<'_> {
         ParserDwaRef {
@@ -111,7 +126,9 @@ impl ParserDwa {
             default_target: &self.default_target,
             default_weight: &self.default_weight,
             weight_index: &self.weight_index,
-            weight_words: &self.weight_words,
+            weight_chunks: &self.weight_chunks,
+            chunk_table: &self.chunk_table,
+            chunk_words: &self.chunk_words,
             fork_index: &self.fork_index,
             fork_states: &self.fork_states,
         }
@@ -138,56 +155,31 @@ impl ParserDwa {
             + self.default_weight.len()
             + self.weight_index.len()
             + self.fork_index.len()
-            + self.fork_states.len())
-            + 4 * self.weight_words.len()
+            + self.fork_states.len()
+            + self.weight_chunks.len()
+            + self.chunk_table.len()
+            + self.chunk_words.len())
     }
 
-    /// Zero words a run may bridge rather than start a new run: a new run costs two
-    /// header words, so a gap of up to two words is cheaper to carry.
-    const RUN_GAP: usize = 2;
-
-    /// The runs (see [`ParserDwa::weight_words`]) of the dense mask words `dense`.
-    /// Runs let a weight that covers most of the vocabulary (inside a string almost
-    /// every token is allowed) be OR-ed by one contiguous loop the compiler
-    /// vectorizes, while a sparse one costs two header words per run.
-    pub fn encode_weight(dense: &[u32]) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < dense.len() {
-            if dense[i] == 0 {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            let mut end = i + 1; // one past the last nonzero word of the run
-            let mut j = end;
-            while j < dense.len() && j - end <= Self::RUN_GAP {
-                if dense[j] != 0 {
-                    end = j + 1;
-                }
-                j += 1;
-            }
-            out.push(start as u32);
-            out.push((end - start) as u32);
-            out.extend_from_slice(&dense[start..end]);
-            i = end;
-        }
-        out
+    /// Bytes of the token sets: chunk ids, chunk table and chunk words.
+    pub fn weight_bytes(&self) -> usize {
+        4 * (self.weight_chunks.len() + self.chunk_table.len() + self.chunk_words.len())
     }
 }
 
 impl<'a> ParserDwaRef<'a> {
     /// Checks every length and index against the lexer configuration count, the LR
-    /// state count and the mask width in words. `allowed` is called with each weight
-    /// word `(index, bits)` and must say whether those bits name only tokens a mask
-    /// may contain (the runtime passes the vocabulary's ordinary tokens and EOS).
+    /// state count and the mask width. `maskable` has one bit set per token a mask
+    /// may contain (the runtime passes the vocabulary's ordinary tokens and EOS), and
+    /// its length is the mask width in words; a weight naming any other bit is
+    /// refused.
     pub fn validate(
         &self,
         num_configs: usize,
         num_lr_states: u32,
-        mask_words: usize,
-        mut allowed: impl FnMut(usize, u32) -> bool,
+        maskable: &[u32],
     ) -> Result<(), String> {
+        let mask_words = maskable.len();
         let bad = |what: &str| Err(format!("parser DWA: {what}"));
         let n = self.default_target.len();
         if n == 0 || self.index.len() != n + 1 || self.default_weight.len() != n {
@@ -267,7 +259,7 @@ impl<'a> ParserDwaRef<'a> {
         if w == 0
             || self.weight_index[0] != 0
             || self.weight_index.windows(2).any(|x| x[0] > x[1])
-            || self.weight_index[w - 1] as usize != self.weight_words.len()
+            || self.weight_index[w - 1] as usize != self.weight_chunks.len()
             || self.weight_index.get(1) != Some(&0)
         {
             return bad("weight index is not monotone, or weight 0 is not empty");
@@ -280,33 +272,51 @@ impl<'a> ParserDwaRef<'a> {
         {
             return bad("weight id out of range");
         }
+        if !self.chunk_table.len().is_multiple_of(3) {
+            return bad("chunk table is not made of triples");
+        }
+        let chunks = self.chunk_table.len() / 3;
+        for c in 0..chunks {
+            let [start, len, offset] = [0, 1, 2].map(|i| self.chunk_table[3 * c + i] as usize);
+            let window = ParserDwa::CHUNK_WORDS as usize;
+            if len == 0
+                || len > window
+                || start % window + len > window
+                || start + len > mask_words
+                || offset
+                    .checked_add(len)
+                    .is_none_or(|end| end > self.chunk_words.len())
+            {
+                return bad("chunk out of range, empty or across a window");
+            }
+            let words = &self.chunk_words[offset..offset + len];
+            if words[0] == 0 || words[len - 1] == 0 {
+                return bad("chunk starts or ends with an empty word");
+            }
+            // One pass over whole words (it vectorizes).
+            if words
+                .iter()
+                .zip(&maskable[start..start + len])
+                .fold(0, |bad_bits, (&w, &m)| bad_bits | (w & !m))
+                != 0
+            {
+                return bad("a weight names a special or unused token");
+            }
+        }
         for i in 0..w - 1 {
-            let mut runs = self.weight(i as u32);
-            let mut next_free = 0usize;
-            while !runs.is_empty() {
-                let [start, len, ..] = *runs else {
-                    return bad("weight run header cut short");
-                };
-                let (start, len) = (start as usize, len as usize);
-                if len == 0
-                    || start < next_free
-                    || runs.len() - 2 < len
-                    || start.checked_add(len).is_none_or(|end| end > mask_words)
-                {
-                    return bad("weight run out of range, empty, overlapping or cut short");
+            let mut next_free = 0;
+            for &c in self.chunks_of(i as u32) {
+                if c as usize >= chunks {
+                    return bad("chunk id out of range");
                 }
-                let words = &runs[2..2 + len];
-                if words[0] == 0 || words[len - 1] == 0 {
-                    return bad("weight run starts or ends with an empty word");
+                let (start, len) = (
+                    self.chunk_table[3 * c as usize],
+                    self.chunk_table[3 * c as usize + 1],
+                );
+                if start < next_free {
+                    return bad("chunks of a weight overlap or are out of order");
                 }
-                for (k, &bits) in words.iter().enumerate() {
-                    if bits != 0 && !allowed(start + k, bits) {
-                        return bad("a weight names a special or unused token");
-                    }
-                }
-                // Runs neither overlap nor touch (touching runs would be one run).
-                next_free = start + len + 1;
-                runs = &runs[2 + len..];
+                next_free = start + len;
             }
         }
         Ok(())
@@ -345,25 +355,30 @@ impl<'a> ParserDwaRef<'a> {
         &self.fork_states[self.fork_index[f] as usize..self.fork_index[f + 1] as usize]
     }
 
-    /// The runs of weight `w` (see [`ParserDwa::weight_words`]).
+    /// The chunk ids of weight `w`.
     #[inline]
-    pub fn weight(&self, w: u32) -> &'a [u32] {
-        &self.weight_words
+    pub fn chunks_of(&self, w: u32) -> &'a [u32] {
+        &self.weight_chunks
             [self.weight_index[w as usize] as usize..self.weight_index[w as usize + 1] as usize]
     }
 
     /// ORs weight `w` into `mask` (which has at least the validated mask width).
     #[inline]
     pub fn or_weight(&self, w: u32, mask: &mut [u32]) {
-        let mut runs = self.weight(w);
-        while let [start, len, ref rest @ ..] = *runs {
-            let (start, len) = (start as usize, len as usize);
-            let (words, next) = rest.split_at(len);
+        for &c in self.chunks_of(w) {
+            let t = 3 * c as usize;
+            let (start, len, offset) = (
+                self.chunk_table[t] as usize,
+                self.chunk_table[t + 1] as usize,
+                self.chunk_table[t + 2] as usize,
+            );
             // Zipping two equal-length slices lets the loop vectorize.
-            for (m, &x) in mask[start..start + len].iter_mut().zip(words) {
+            for (m, &x) in mask[start..start + len]
+                .iter_mut()
+                .zip(&self.chunk_words[offset..offset + len])
+            {
                 *m |= x;
             }
-            runs = next;
         }
     }
 }
@@ -383,8 +398,10 @@ mod tests {
             weights: vec![1],
             default_target: vec![0, 2, 0],
             default_weight: vec![0, 0, 0],
-            weight_index: vec![0, 0, 3],
-            weight_words: vec![1, 1, 2],
+            weight_index: vec![0, 0, 1],
+            weight_chunks: vec![0],
+            chunk_table: vec![1, 1, 0],
+            chunk_words: vec![2],
             fork_index: vec![0],
             fork_states: vec![],
         }
@@ -394,7 +411,7 @@ mod tests {
     fn steps_and_weights() {
         let t = small();
         let v = t.view();
-        v.validate(1, 4, 2, |_, _| true).unwrap();
+        v.validate(1, 4, &[u32::MAX; 2]).unwrap();
         assert_eq!(v.step(1, 3), (0, 1));
         assert_eq!(v.step(1, 2), (2, 0));
         let mut mask = [0u32; 2];
@@ -405,7 +422,7 @@ mod tests {
     #[test]
     fn validation_catches_each_damage() {
         type Edit = (fn(&mut ParserDwa), &'static str);
-        let cases: [Edit; 17] = [
+        let cases: [Edit; 22] = [
             (|t| t.start.push(0), "start table"),
             (|t| t.targets[0] = 7, "out of range"),
             (|t| t.default_target[0] = 1, "stop state"),
@@ -418,10 +435,20 @@ mod tests {
                 },
                 "inconsistent lengths",
             ),
-            (|t| t.weight_words[0] = 2, "weight run out of range"),
-            (|t| t.weight_words[1] = 0, "weight run out of range"),
-            (|t| t.weight_words[1] = 2, "weight run out of range"),
-            (|t| t.weight_words[2] = 0, "empty word"),
+            (|t| t.chunk_table[0] = 2, "chunk out of range"),
+            (|t| t.chunk_table[1] = 0, "chunk out of range"),
+            (|t| t.chunk_table[1] = 2, "chunk out of range"),
+            (|t| t.chunk_table[2] = 1, "chunk out of range"),
+            (|t| t.chunk_table.push(0), "triples"),
+            (|t| t.chunk_words[0] = 0, "empty word"),
+            (|t| t.weight_chunks[0] = 1, "chunk id"),
+            (
+                |t| {
+                    t.weight_chunks.push(0);
+                    t.weight_index[2] = 2;
+                },
+                "overlap",
+            ),
             (|t| t.index[3] = 2, "monotone"),
             (|t| t.weight_index[2] = 0, "weight index"),
             (|t| t.targets[0] = ParserDwa::FORK, "out of range"),
@@ -440,17 +467,24 @@ mod tests {
                 },
                 "other than stop",
             ),
+            (
+                |t| {
+                    // A chunk crossing an aligned window.
+                    t.chunk_table = vec![63, 2, 0];
+                    t.chunk_words = vec![1, 1];
+                },
+                "across a window",
+            ),
         ];
         for (edit, message) in cases {
             let mut t = small();
             edit(&mut t);
-            let e = t.view().validate(1, 4, 2, |_, _| true).unwrap_err();
+            // The window case needs a mask past word 64; the others one of 2 words.
+            let width = if message == "across a window" { 66 } else { 2 };
+            let e = t.view().validate(1, 4, &vec![u32::MAX; width]).unwrap_err();
             assert!(e.contains(message), "{message:?} not in {e:?}");
         }
-        let e = small()
-            .view()
-            .validate(1, 4, 2, |at, bits| !(at == 1 && bits & 2 != 0))
-            .unwrap_err();
+        let e = small().view().validate(1, 4, &[u32::MAX, !2]).unwrap_err();
         assert!(e.contains("special or unused"), "{e}");
     }
 
@@ -462,34 +496,31 @@ mod tests {
         t.targets[0] = ParserDwa::FORK;
         t.default_weight[2] = 1;
         let v = t.view();
-        v.validate(1, 4, 2, |_, _| true).unwrap();
+        v.validate(1, 4, &[u32::MAX; 2]).unwrap();
         assert_eq!(v.step(1, 3), (ParserDwa::FORK, 1));
         assert_eq!(v.fork(ParserDwa::FORK), &[1, 2]);
         assert_eq!(v.step(2, 0), (0, 1));
     }
 
     #[test]
-    fn encoded_weights_or_back_to_the_dense_words() {
-        // Gaps of 0..=4 zero words, runs at both ends, and one word alone.
-        let dense: Vec<u32> = vec![
-            5, 0, 7, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 4,
-        ];
-        let runs = ParserDwa::encode_weight(&dense);
-        // Gaps up to two words are bridged: 5..9 is one run, then 1, then 2 3, then 4.
-        assert_eq!(
-            runs,
-            vec![0, 6, 5, 0, 7, 0, 0, 9, 9, 1, 1, 14, 2, 2, 3, 22, 1, 4]
-        );
+    fn chunks_shared_by_weights_or_into_place() {
+        // Weight 1: words 1 and 64..66; weight 2: words 64..66 only (shared chunk).
         let t = ParserDwa {
-            weight_index: vec![0, 0, runs.len() as u32],
-            weight_words: runs,
+            weights: vec![2],
+            default_weight: vec![0, 1, 0],
+            weight_index: vec![0, 0, 2, 3],
+            weight_chunks: vec![0, 1, 1],
+            chunk_table: vec![1, 1, 0, 64, 3, 1],
+            chunk_words: vec![2, 5, 0, 7],
             ..small()
         };
         let v = t.view();
-        v.validate(1, 4, dense.len(), |_, _| true).unwrap();
-        let mut mask = vec![0u32; dense.len()];
+        v.validate(1, 4, &[u32::MAX; 70]).unwrap();
+        let mut mask = vec![0u32; 70];
         v.or_weight(1, &mut mask);
-        assert_eq!(mask, dense);
-        assert!(ParserDwa::encode_weight(&[0, 0]).is_empty());
+        assert_eq!((mask[1], mask[64], mask[65], mask[66]), (2, 5, 0, 7));
+        let mut mask = vec![0u32; 70];
+        v.or_weight(2, &mut mask);
+        assert_eq!((mask[1], mask[64], mask[66]), (0, 5, 7));
     }
 }

@@ -107,7 +107,9 @@ struct Ranges {
     pdwa_default: Range<usize>,
     pdwa_default_weight: Range<usize>,
     weight_index: Range<usize>,
-    weight_words: Range<usize>,
+    weight_chunks: Range<usize>,
+    chunk_table: Range<usize>,
+    chunk_words: Range<usize>,
     fork_index: Range<usize>,
     fork_states: Range<usize>,
 }
@@ -208,7 +210,10 @@ impl Engine {
         let (r_pdwa_default_weight, pdwa_default_weight) =
             range::<u32>(&artifact, base, layout::PDWA_DEFAULT_WEIGHT)?;
         let (r_weight_index, weight_index) = range::<u32>(&artifact, base, layout::WEIGHT_INDEX)?;
-        let (r_weight_words, weight_words) = range::<u32>(&artifact, base, layout::WEIGHT_WORDS)?;
+        let (r_weight_chunks, weight_chunks) =
+            range::<u32>(&artifact, base, layout::WEIGHT_CHUNKS)?;
+        let (r_chunk_table, chunk_table) = range::<u32>(&artifact, base, layout::CHUNK_TABLE)?;
+        let (r_chunk_words, chunk_words) = range::<u32>(&artifact, base, layout::CHUNK_WORDS)?;
         let (r_fork_index, fork_index) = range::<u32>(&artifact, base, layout::FORK_INDEX)?;
         let (r_fork_states, fork_states) = range::<u32>(&artifact, base, layout::FORK_STATES)?;
 
@@ -292,17 +297,14 @@ impl Engine {
             default_target: pdwa_default,
             default_weight: pdwa_default_weight,
             weight_index,
-            weight_words,
+            weight_chunks,
+            chunk_table,
+            chunk_words,
             fork_index,
             fork_states,
         };
-        dwa.validate(
-            tables.conf_flags.len(),
-            tables.lr.num_states,
-            maskable.len(),
-            |at, bits| bits & !maskable[at] == 0,
-        )
-        .map_err(invalid)?;
+        dwa.validate(tables.conf_flags.len(), tables.lr.num_states, &maskable)
+            .map_err(invalid)?;
         // The rule tables against the grammar in the metadata: a reduction pops
         // `rule_len[r]` stack levels, so each length must be its rule's.
         validate_lr_grammar(tables.lr, &meta.grammar).map_err(invalid)?;
@@ -343,7 +345,9 @@ impl Engine {
             pdwa_default: r_pdwa_default,
             pdwa_default_weight: r_pdwa_default_weight,
             weight_index: r_weight_index,
-            weight_words: r_weight_words,
+            weight_chunks: r_weight_chunks,
+            chunk_table: r_chunk_table,
+            chunk_words: r_chunk_words,
             fork_index: r_fork_index,
             fork_states: r_fork_states,
         };
@@ -433,7 +437,9 @@ impl Engine {
             default_target: self.arr(&r.pdwa_default),
             default_weight: self.arr(&r.pdwa_default_weight),
             weight_index: self.arr(&r.weight_index),
-            weight_words: self.arr(&r.weight_words),
+            weight_chunks: self.arr(&r.weight_chunks),
+            chunk_table: self.arr(&r.chunk_table),
+            chunk_words: self.arr(&r.chunk_words),
             fork_index: self.arr(&r.fork_index),
             fork_states: self.arr(&r.fork_states),
         }

@@ -437,21 +437,6 @@ fn find(v: &[u32], p: impl Fn(u32) -> bool) -> usize {
     v.iter().position(|&x| p(x)).expect("an element to corrupt")
 }
 
-/// Offset in WEIGHT_WORDS of the header of the last weight's last run.
-fn last_run(p: &Parts) -> usize {
-    let index = p.u32s(layout::WEIGHT_INDEX);
-    let words = p.u32s(layout::WEIGHT_WORDS);
-    let (mut at, end) = (index[index.len() - 2] as usize, words.len());
-    assert!(at < end, "the last weight is not empty");
-    loop {
-        let next = at + 2 + words[at + 1] as usize;
-        if next >= end {
-            return at;
-        }
-        at = next;
-    }
-}
-
 fn crafted_cases() -> Vec<Case> {
     use layout::*;
     use Expect::*;
@@ -1103,23 +1088,35 @@ fn crafted_cases() -> Vec<Case> {
                 w[last] += 1;
             })
         }),
-        case("weight run beyond the mask", Invalid, |p| {
-            let at = last_run(p);
+        case("weight chunk beyond the mask", Invalid, |p| {
             let mask_words = p.meta().vocab_len.div_ceil(32);
-            p.edit_u32s(WEIGHT_WORDS, |w| w[at] = mask_words)
+            p.edit_u32s(CHUNK_TABLE, |t| {
+                let last = t.len() - 3;
+                t[last] = mask_words;
+            })
         }),
-        case("weight run ending with an empty word", Invalid, |p| {
-            p.edit_u32s(WEIGHT_WORDS, |w| *w.last_mut().unwrap() = 0)
+        case("weight chunk ending with an empty word", Invalid, |p| {
+            p.edit_u32s(CHUNK_WORDS, |w| *w.last_mut().unwrap() = 0)
         }),
-        case("weight run longer than its weight", Invalid, |p| {
-            let at = last_run(p);
-            p.edit_u32s(WEIGHT_WORDS, |w| w[at + 1] += 1)
+        case("weight chunk past the chunk words", Invalid, |p| {
+            p.edit_u32s(CHUNK_TABLE, |t| *t.last_mut().unwrap() += 1)
+        }),
+        case("weight chunk id out of range", Invalid, |p| {
+            let chunks = p.u32s(CHUNK_TABLE).len() as u32 / 3;
+            p.edit_u32s(WEIGHT_CHUNKS, |c| c[0] = chunks)
+        }),
+        case("weight chunk table not made of triples", Invalid, |p| {
+            p.edit_u32s(CHUNK_TABLE, |t| t.push(0))
         }),
         case("weight names a token past the vocabulary", Invalid, |p| {
-            // A new weight with one run: the bytes vocabulary has 257 ids, so bit 31
-            // of word 8 is no token.
-            p.edit_u32s(WEIGHT_WORDS, |w| w.extend([8, 1, 1 << 31]));
-            let len = p.u32s(WEIGHT_WORDS).len() as u32;
+            // A new weight of one new chunk: the bytes vocabulary has 257 ids, so bit
+            // 31 of word 8 is no token.
+            let words = p.u32s(CHUNK_WORDS).len() as u32;
+            p.edit_u32s(CHUNK_WORDS, |w| w.push(1 << 31));
+            let chunks = p.u32s(CHUNK_TABLE).len() as u32 / 3;
+            p.edit_u32s(CHUNK_TABLE, |t| t.extend([8, 1, words]));
+            p.edit_u32s(WEIGHT_CHUNKS, |c| c.push(chunks));
+            let len = p.u32s(WEIGHT_CHUNKS).len() as u32;
             p.edit_u32s(WEIGHT_INDEX, |w| w.push(len))
         }),
         case("Parser DWA default weight out of range", Invalid, |p| {
@@ -1570,7 +1567,9 @@ fn section_kinds_are_the_documented_ones() {
         layout::PDWA_DEFAULT,
         layout::PDWA_DEFAULT_WEIGHT,
         layout::WEIGHT_INDEX,
-        layout::WEIGHT_WORDS,
+        layout::WEIGHT_CHUNKS,
+        layout::CHUNK_TABLE,
+        layout::CHUNK_WORDS,
         layout::FORK_INDEX,
         layout::FORK_STATES,
     ] {

@@ -23,6 +23,12 @@ use std::collections::HashSet;
 pub(crate) struct DwaWalk {
     work: Vec<(u32, u32)>,
     seen: HashSet<u64>,
+    /// Per weight id: the walk that last OR-ed it. OR is idempotent, and forked
+    /// states and ambiguous stacks often yield the same (large) weight several
+    /// times in one walk: each is OR-ed once.
+    ored: Vec<u32>,
+    /// This walk's number in `ored` (never 0, so a fresh table marks nothing).
+    walk: u32,
 }
 
 impl DwaWalk {
@@ -33,6 +39,17 @@ impl DwaWalk {
     pub fn fill(&mut self, state: &GlrState, dwa: &ParserDwaRef<'_>, mask: &mut [u32]) -> bool {
         self.work.clear();
         self.seen.clear();
+        let weights = dwa.weight_index.len() - 1;
+        if self.ored.len() != weights {
+            // Sized once per engine (a matcher's first walk).
+            self.ored = vec![0; weights];
+            self.walk = 0;
+        }
+        self.walk = self.walk.wrapping_add(1);
+        if self.walk == 0 {
+            self.ored.fill(0);
+            self.walk = 1;
+        }
         let p = state.bytes_consumed();
         if p == 0 {
             if dwa.initial() == ParserDwa::FALLBACK {
@@ -60,7 +77,8 @@ impl DwaWalk {
             loop {
                 let n = gss.nodes[node as usize];
                 let (next, w) = dwa.step(d, n.state);
-                if w != 0 {
+                if w != 0 && self.ored[w as usize] != self.walk {
+                    self.ored[w as usize] = self.walk;
                     dwa.or_weight(w, mask);
                 }
                 if next == ParserDwa::STOP || n.first_edge == NONE {
