@@ -16,13 +16,15 @@
 use super::gss::{Gss, NONE};
 use super::GlrState;
 use stackmask_formats::{ParserDwa, ParserDwaRef};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// Reusable buffers for the walk (a warm walk allocates nothing).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DwaWalk {
     work: Vec<(u32, u32)>,
-    seen: HashSet<u64>,
+    /// Pairs already queued (FxHash: the keys are our own ids, and SipHash's
+    /// DoS resistance costs more than the lookup it guards).
+    seen: FxHashSet<u64>,
     /// Per weight id: the walk that last OR-ed it. OR is idempotent, and forked
     /// states and ambiguous stacks often yield the same (large) weight several
     /// times in one walk: each is OR-ed once.
