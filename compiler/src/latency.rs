@@ -122,14 +122,28 @@ fn record(h: &mut Histogram<u64>, took: Duration) {
     h.saturating_record((took.as_nanos() as u64).clamp(1, 100_000_000_000));
 }
 
+/// One of the slowest get_mask calls: which trace, before which token, how long.
+#[derive(Clone, Copy, Debug)]
+pub struct SlowMask {
+    /// Index of the trace.
+    pub trace: usize,
+    /// Tokens committed before the call.
+    pub step: usize,
+    /// The call's time in microseconds (its slowest pass).
+    pub us: f64,
+}
+
 /// Replays `traces` (token ids, without EOS) on `engine` and returns the percentiles of
-/// every operation. `artifact` is loaded again to time `load`.
+/// every operation, and the `slowest` get_mask calls (slowest first). `artifact` is
+/// loaded again to time `load`.
 pub fn run(
     engine: &Arc<Engine>,
     artifact: &Path,
     traces: &[Vec<u32>],
     cfg: &BenchConfig,
-) -> Result<Vec<OpStats>, String> {
+    slowest: usize,
+) -> Result<(Vec<OpStats>, Vec<SlowMask>), String> {
+    let mut slow: Vec<SlowMask> = Vec::new();
     let mut hist: Vec<Histogram<u64>> = OPS.iter().map(|_| histogram()).collect();
     let [get_mask, commit, mask_commit, new_matcher, clone, load] = &mut hist[..] else {
         unreachable!("one histogram per op")
@@ -138,7 +152,7 @@ pub fn run(
     let mut m = Matcher::new(engine.clone());
     for pass in 0..=cfg.repeats {
         let timed = pass > 0;
-        for trace in traces {
+        for (i, trace) in traces.iter().enumerate() {
             let started = Instant::now();
             let fresh = Matcher::new(engine.clone());
             if timed {
@@ -146,7 +160,7 @@ pub fn run(
             }
             drop(fresh);
             m.reset();
-            for &t in trace {
+            for (step, &t) in trace.iter().enumerate() {
                 let started = Instant::now();
                 m.fill_mask(&mut mask);
                 let masked = started.elapsed();
@@ -156,6 +170,15 @@ pub fn run(
                 let committed = started.elapsed();
                 if timed {
                     record(get_mask, masked);
+                    let us = masked.as_secs_f64() * 1e6;
+                    if slowest > 0 && (slow.len() < slowest || us > slow[slow.len() - 1].us) {
+                        match slow.iter_mut().find(|s| (s.trace, s.step) == (i, step)) {
+                            Some(s) => s.us = s.us.max(us),
+                            None => slow.push(SlowMask { trace: i, step, us }),
+                        }
+                        slow.sort_by(|a, b| b.us.total_cmp(&a.us));
+                        slow.truncate(slowest);
+                    }
                     record(commit, committed);
                     record(mask_commit, masked + committed);
                 }
@@ -177,7 +200,7 @@ pub fn run(
         record(load, started.elapsed());
         drop(e);
     }
-    Ok(OPS
+    let stats = OPS
         .iter()
         .zip(&hist)
         .map(|(&op, h)| {
@@ -193,5 +216,6 @@ pub fn run(
                 max_us: h.max() as f64 / 1e3,
             }
         })
-        .collect())
+        .collect();
+    Ok((stats, slow))
 }

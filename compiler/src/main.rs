@@ -128,6 +128,9 @@ enum Command {
         /// Print a JSON array of rows instead of the table.
         #[arg(long)]
         json: bool,
+        /// Also list the N slowest get_mask calls, with the text before each.
+        #[arg(long, default_value_t = 0)]
+        slowest: usize,
     },
 }
 
@@ -197,6 +200,7 @@ fn main() -> ExitCode {
             walk_len,
             seed,
             json,
+            slowest,
         } => bench(
             &artifact,
             &docs,
@@ -207,6 +211,7 @@ fn main() -> ExitCode {
                 seed,
             },
             json,
+            slowest,
         ),
         Command::Validate { artifact, file } => validate(&artifact, &file),
         Command::Trace {
@@ -650,6 +655,7 @@ fn bench(
     docs: &Path,
     cfg: &latency::BenchConfig,
     json: bool,
+    slowest: usize,
 ) -> Result<(), Failure> {
     let engine = Arc::new(Engine::load(artifact)?);
     let spec = engine.meta().tokenizer.clone();
@@ -683,7 +689,7 @@ fn bench(
     let walks = latency::random_walks(&engine, tokenizer.eos(), cfg);
     let walk_tokens: usize = walks.iter().map(Vec::len).sum();
     traces.extend(walks);
-    let stats = latency::run(&engine, artifact, &traces, cfg)?;
+    let (stats, slow) = latency::run(&engine, artifact, &traces, cfg, slowest)?;
     let grammar = engine.meta().grammar_name.clone();
     if json {
         let rows: Vec<serde_json::Value> = stats
@@ -729,6 +735,22 @@ fn bench(
             s.p99_us,
             s.p999_us,
             s.max_us
+        );
+    }
+    for s in &slow {
+        let text: Vec<u8> = traces[s.trace][..s.step]
+            .iter()
+            .flat_map(|&t| tokenizer.vocab.token_bytes(t).to_vec())
+            .collect();
+        let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(60)..]).into_owned();
+        let name = files
+            .get(s.trace)
+            .map(|f| f.display().to_string())
+            .unwrap_or_else(|| format!("random walk {}", s.trace - files.len()));
+        out!(
+            "slow get_mask {:>9.2} µs  {name} step {}: …{tail:?}",
+            s.us,
+            s.step
         );
     }
     Ok(())

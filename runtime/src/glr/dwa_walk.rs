@@ -15,8 +15,8 @@
 
 use super::gss::{Gss, NONE};
 use super::GlrState;
-use stackmask_formats::{ParserDwa, ParserDwaRef};
 use rustc_hash::FxHashSet;
+use stackmask_formats::{ParserDwa, ParserDwaRef};
 
 /// Reusable buffers for the walk (a warm walk allocates nothing).
 #[derive(Clone, Debug, Default)]
