@@ -219,7 +219,8 @@ impl ChunkStore {
     }
 }
 
-/// Builds the Parser DWA of a grammar for a vocabulary of `vocab_len` ids.
+/// Builds the Parser DWA of a grammar for a vocabulary of `vocab_len` ids, telling
+/// `progress(done, total)` each time a lexer boundary is built.
 pub fn build_parser_dwa(
     tables: TablesRef<'_>,
     trie: TrieRef<'_>,
@@ -227,6 +228,7 @@ pub fn build_parser_dwa(
     eos: u32,
     limits: ParserDwaLimits,
     describe: &(dyn Fn(Boundary) -> String + Sync),
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(ParserDwa, ParserDwaStats), ParserDwaError> {
     let lexing = Lexing::new(tables);
     let boundaries = lexing.boundaries();
@@ -240,6 +242,8 @@ pub fn build_parser_dwa(
         }
     }
     let counter = AtomicUsize::new(1);
+    let done = AtomicUsize::new(0);
+    progress(0, boundaries.len());
     let chunk_store = std::sync::Mutex::new(ChunkStore::default());
     let built: Vec<Option<BoundaryDwa>> = boundaries
         .par_iter()
@@ -282,6 +286,10 @@ pub fn build_parser_dwa(
                     );
                 }
             }
+            progress(
+                done.fetch_add(1, Ordering::Relaxed) + 1,
+                boundaries.len(),
+            );
             r
         })
         .collect::<Result<_, _>>()?;

@@ -237,13 +237,15 @@ pub struct Built {
 }
 
 /// The whole compile: grammar text + tokenizer spec → artifact bytes. `progress` is
-/// told the name of each stage as it starts (the CLI shows it; others pass `|_| {}`).
+/// told the name of each stage as it starts, and in the Parser DWA stage how many
+/// lexer boundaries are built (from the worker threads, hence `Sync`); the CLI shows
+/// it, others pass `|_| {}`.
 pub fn build_artifact_from_source(
     source: &str,
     grammar_name: &str,
     spec: &str,
     options: &CompileOptions,
-    mut progress: impl FnMut(&str),
+    progress: impl Fn(&str) + Sync,
 ) -> Result<Built, BuildError> {
     progress("front end and lexer");
     let lexed = lex_grammar_source(source, grammar_name)?;
@@ -254,7 +256,17 @@ pub fn build_artifact_from_source(
     progress("token trie");
     let trie = vocab::build_trie(&tokenizer.vocab);
     progress("Terminal DWAs, templates and Parser DWA");
-    let (parser_dwa, dwa_stats) = compile_mask(&compiled, &tokenizer.vocab, &trie, options)?;
+    let (parser_dwa, dwa_stats) = compile_mask_with_progress(
+        &compiled,
+        &tokenizer.vocab,
+        &trie,
+        options,
+        &|done, total| {
+            progress(&format!(
+                "Terminal DWAs, templates and Parser DWA: {done}/{total} lexer boundaries"
+            ))
+        },
+    )?;
     progress("artifact");
     let inputs = crate::artifact::ArtifactInputs {
         grammar_source: source,
@@ -284,6 +296,24 @@ pub fn compile_mask(
     vocab: &stackmask_formats::Vocabulary,
     trie: &stackmask_formats::TokenTrie,
     options: &CompileOptions,
+) -> Result<
+    (
+        stackmask_formats::ParserDwa,
+        crate::parser_dwa::ParserDwaStats,
+    ),
+    CompileError,
+> {
+    compile_mask_with_progress(compiled, vocab, trie, options, &|_, _| {})
+}
+
+/// [`compile_mask`], telling `progress(done, total)` as lexer boundaries are built
+/// (from the worker threads).
+pub fn compile_mask_with_progress(
+    compiled: &CompiledParser,
+    vocab: &stackmask_formats::Vocabulary,
+    trie: &stackmask_formats::TokenTrie,
+    options: &CompileOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<
     (
         stackmask_formats::ParserDwa,
@@ -323,5 +353,6 @@ pub fn compile_mask(
         vocab.eos,
         options.dwa,
         &describe,
+        progress,
     )?)
 }
