@@ -299,7 +299,10 @@ fn compile(
     let tokenizer_file = spec.strip_prefix("hf:").map(Path::new);
     check_output(
         output,
-        &[Some(path), tokenizer_file].into_iter().flatten().collect::<Vec<_>>(),
+        &[Some(path), tokenizer_file]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
     )?;
     let source = pipeline::read_grammar_file(path)?;
     let bar = spinner("reading");
@@ -458,7 +461,7 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
     match m.commit_bytes(&text) {
         Err(stackmask_runtime::MatchError::RejectedBytes { offset }) => {
             let (line, col) = line_col(&text, offset);
-            Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]))))
+            Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}{}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]), trailing_ignore_hint(m.engine(), &text))))
         }
         Err(e) => Err(e.into()),
         Ok(()) if m.is_accepting() => {
@@ -478,13 +481,13 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
     }
 }
 
-/// Why a text that stops before a sentence ends is refused, when the reason is the rule
-/// users trip on: it is a sentence followed by whitespace that only an `%ignore`d
-/// terminal matches, and DESIGN.md §1 allows ignored lexemes between two lexemes, not
-/// after the last. Empty when that is not the case.
+/// Why a text is refused (rejected in its trailing whitespace, or incomplete), when the
+/// reason is the rule users trip on: it is a sentence followed by whitespace, the grammar
+/// `%ignore`s lexemes, and DESIGN.md §1 allows them between two lexemes, not after the
+/// last. Empty when that is not the case.
 fn trailing_ignore_hint(engine: &Arc<Engine>, text: &[u8]) -> String {
     let trimmed = text.trim_ascii_end();
-    if trimmed.len() == text.len() {
+    if trimmed.len() == text.len() || engine.meta().grammar.ignore.is_empty() {
         return String::new();
     }
     let mut m = Matcher::new(engine.clone());

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Runs the CLI; a run past `limit` is killed and fails the test (a hang).
+/// Runs the CLI; a run past `limit` is killed and fails the test (a hang). Output is
+/// drained while it runs, so a long message cannot block the child on a full pipe.
 fn run_within(args: &[&str], limit: Duration) -> (i32, String, String) {
+    use std::io::Read;
     let mut child = Command::new(env!("CARGO_BIN_EXE_stackmask"))
         .args(args)
         .stdin(Stdio::null())
@@ -16,10 +18,19 @@ fn run_within(args: &[&str], limit: Duration) -> (i32, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run stackmask");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
     let started = Instant::now();
-    loop {
-        if child.try_wait().expect("wait for stackmask").is_some() {
-            break;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for stackmask") {
+            break status;
         }
         if started.elapsed() > limit {
             let _ = child.kill();
@@ -27,12 +38,11 @@ fn run_within(args: &[&str], limit: Duration) -> (i32, String, String) {
             panic!("stackmask {args:?} still running after {limit:?}: it hangs");
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("collect output");
+    };
     (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        status.code().unwrap_or(-1),
+        out.join().unwrap(),
+        err.join().unwrap(),
     )
 }
 
@@ -195,5 +205,72 @@ fn trace_check_reference_needs_an_artifact() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--check-reference"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (10): a 1 MB anonymous literal gave a 1 MB error message (its name is its
+/// text); names in messages are shortened, keeping both ends and the length.
+#[test]
+fn a_huge_literal_gives_a_short_message() {
+    let dir = scratch("huge-literal");
+    let g = dir.join("big.lark");
+    std::fs::write(&g, format!("start: \"{}\"\n", "a".repeat(1_000_000))).unwrap();
+    let (code, _, err) = run(&["check", s(&g)]);
+    assert_eq!(code, 2, "{}", &err[..err.len().min(500)]);
+    assert!(err.len() < 1000, "a {}-byte message", err.len());
+    assert!(err.contains("(1000002 bytes)"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (10): `check` said nothing wrong (exit 0) about a grammar `compile` refuses;
+/// under the same limit (`--max-lr-states`) both now refuse it, with exit 2.
+#[test]
+fn check_refuses_what_compile_refuses() {
+    let dir = scratch("check-limits");
+    let g = dir.join("g.lark");
+    std::fs::write(&g, "start: \"a\" b\nb: \"b\" \"c\"\n").unwrap();
+    let out = dir.join("g.smask");
+    let limit = ["--max-lr-states", "3"];
+    let (code, _, err) = run(&[
+        &["compile", s(&g), "--tokenizer", "bytes", "-o", s(&out)][..],
+        &limit,
+    ]
+    .concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("max_lr_states"), "{err}");
+    let (code, _, err) = run(&[&["check", s(&g)][..], &limit].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("max_lr_states"), "{err}");
+    // Within the limits, both succeed.
+    let (code, _, err) = run(&["check", s(&g)]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (10): a document ending in a newline, under a grammar that `%ignore`s
+/// whitespace, is not a sentence (DESIGN.md §1: ignored lexemes only between two
+/// lexemes); `validate` said only "incomplete". It now names the rule and the terminal.
+#[test]
+fn validate_names_the_trailing_ignore_rule() {
+    let dir = scratch("trailing-ignore");
+    let g = dir.join("g.lark");
+    std::fs::write(&g, "start: \"a\" \"b\"\nWS: /[ \\n]+/\n%ignore WS\n").unwrap();
+    let art = dir.join("g.smask");
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&art)]);
+    assert_eq!(code, 0, "{err}");
+    let doc = dir.join("doc.txt");
+    std::fs::write(&doc, "a b\n").unwrap();
+    let (code, _, err) = run(&["validate", s(&art), s(&doc)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("a sentence up to byte 3"), "{err}");
+    assert!(
+        err.contains("`WS`") && err.contains("never after the last one"),
+        "{err}"
+    );
+    // Not said where it does not apply.
+    std::fs::write(&doc, "a\n").unwrap();
+    let (code, _, err) = run(&["validate", s(&art), s(&doc)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("never after the last one"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -33,6 +33,9 @@ mod tests {
         let long = format!("\"{}\"", "é".repeat(500_000));
         let s = short(&long);
         assert!(s.len() < 200, "{s}");
-        assert!(s.starts_with("\"éé") && s.ends_with("éé\" (1000002 bytes)"), "{s}");
+        assert!(
+            s.starts_with("\"éé") && s.ends_with("éé\" (1000002 bytes)"),
+            "{s}"
+        );
     }
 }

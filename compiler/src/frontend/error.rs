@@ -6,8 +6,8 @@
 
 use std::fmt;
 
-use stackmask_formats::grammar::Location;
 use stackmask_formats::display_name::short;
+use stackmask_formats::grammar::Location;
 
 /// A grammar that could not be parsed or normalized.
 ///

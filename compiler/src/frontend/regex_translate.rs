@@ -591,10 +591,31 @@ mod tests {
     /// high bytes, sometimes anything.
     fn random_bytes(seed: &mut u64) -> Vec<u8> {
         const PIECES: &[&[u8]] = &[
-            b"a", b"b", b"c", b"x", b"y", b" ", b"\n", b"\x08", b"\0", b"1", b"\xff",
-            b"\x80", b"\xe9", b"\xc9", "é".as_bytes(), "É".as_bytes(), "\u{ff}".as_bytes(),
-            "ß".as_bytes(), "ss".as_bytes(), "α".as_bytes(), "\u{10ffff}".as_bytes(),
-            b"\xc3", b"\xf4\x8f\xbf", "ẞ".as_bytes(), b"S",
+            b"a",
+            b"b",
+            b"c",
+            b"x",
+            b"y",
+            b" ",
+            b"\n",
+            b"\x08",
+            b"\0",
+            b"1",
+            b"\xff",
+            b"\x80",
+            b"\xe9",
+            b"\xc9",
+            "é".as_bytes(),
+            "É".as_bytes(),
+            "\u{ff}".as_bytes(),
+            "ß".as_bytes(),
+            "ss".as_bytes(),
+            "α".as_bytes(),
+            "\u{10ffff}".as_bytes(),
+            b"\xc3",
+            b"\xf4\x8f\xbf",
+            "ẞ".as_bytes(),
+            b"S",
         ];
         let mut next = || {
             *seed ^= *seed << 13;

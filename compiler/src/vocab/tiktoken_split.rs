@@ -112,7 +112,11 @@ impl Split {
                     // At the end of the text, or when the run is one character, the
                     // piece is the run; otherwise the run's last character is left for
                     // the next piece (before it comes a non-space, after it `(?!\S)`).
-                    Some(if r == text.len() || last == t { r } else { last })
+                    Some(if r == text.len() || last == t {
+                        r
+                    } else {
+                        last
+                    })
                 })
                 .ok_or_else(|| no_match(t))?;
             piece(&text[t..end])?;
@@ -161,7 +165,10 @@ mod tests {
             assert_eq!(split(&s, "a   "), ["a", "   "]);
             assert_eq!(split(&s, "   1"), ["  ", " ", "1"]);
             assert_eq!(split(&s, " 1"), [" ", "1"]);
-            assert_eq!(split(&s, "\u{3000}\u{3000}1"), ["\u{3000}", "\u{3000}", "1"]);
+            assert_eq!(
+                split(&s, "\u{3000}\u{3000}1"),
+                ["\u{3000}", "\u{3000}", "1"]
+            );
         }
     }
 }
