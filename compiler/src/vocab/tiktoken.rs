@@ -35,16 +35,18 @@ pub struct Encoding {
     piece_bpe: OnceLock<Result<(Split, CoreBPE), String>>,
 }
 
+/// Where an encoding's parts come from: the library's singleton and our split.
+type Parts = (fn() -> &'static CoreBPE, fn() -> Split);
+
 /// The named tiktoken encoding, or `None` if the name is not supported.
 pub fn load(name: &str) -> Option<&'static Encoding> {
     static O200K: OnceLock<Encoding> = OnceLock::new();
     static CL100K: OnceLock<Encoding> = OnceLock::new();
-    let (cell, bpe, split): (&OnceLock<Encoding>, fn() -> &'static CoreBPE, fn() -> Split) =
-        match name {
-            "o200k_base" => (&O200K, tiktoken_rs::o200k_base_singleton, Split::o200k),
-            "cl100k_base" => (&CL100K, tiktoken_rs::cl100k_base_singleton, Split::cl100k),
-            _ => return None,
-        };
+    let (cell, (bpe, split)): (&OnceLock<Encoding>, Parts) = match name {
+        "o200k_base" => (&O200K, (tiktoken_rs::o200k_base_singleton, Split::o200k)),
+        "cl100k_base" => (&CL100K, (tiktoken_rs::cl100k_base_singleton, Split::cl100k)),
+        _ => return None,
+    };
     Some(cell.get_or_init(|| {
         let bpe = bpe();
         Encoding {
