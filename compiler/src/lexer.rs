@@ -68,6 +68,8 @@ impl Default for LexerLimits {
 const UNICODE_WORD_BOUNDARY: &str =
     "Unicode word boundary \\b (a byte-level DFA cannot decide it): use (?-u:\\b), the ASCII word boundary";
 
+use stackmask_formats::display_name::short;
+
 /// Why a terminal's regex could not become a DFA.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LexerErrorKind {
@@ -92,7 +94,7 @@ pub enum LexerErrorKind {
 
 /// A terminal whose regex could not be compiled, with where it was defined.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{source_name}:{}:{}: terminal {terminal}: {kind}", .location.line, .location.col)]
+#[error("{source_name}:{}:{}: terminal {}: {kind}", .location.line, .location.col, short(.terminal))]
 pub struct LexerError {
     /// Grammar source name.
     pub source_name: String,

@@ -10,6 +10,7 @@ use stackmask_compiler::parser_dwa::ParserDwaLimits;
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_compiler::{lr, vocab};
 use stackmask_formats::artifact::{AlignedBytes, Artifact};
+use stackmask_formats::display_name::short as short_name;
 use stackmask_runtime::reference::ReferenceMatcher;
 use stackmask_runtime::{Engine, Matcher};
 use std::io::Write;
@@ -37,6 +38,9 @@ enum Command {
     Check {
         /// The grammar (.lark).
         grammar: PathBuf,
+        /// Limit on LR(1) states, as for `compile`: past it the grammar is refused.
+        #[arg(long, default_value_t = lr::DEFAULT_MAX_STATES)]
+        max_lr_states: usize,
     },
     /// Compile a grammar for a tokenizer into an artifact (.smask).
     Compile {
@@ -165,7 +169,10 @@ macro_rules! out {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { grammar } => check(&grammar),
+        Command::Check {
+            grammar,
+            max_lr_states,
+        } => check(&grammar, max_lr_states),
         Command::Compile {
             grammar,
             tokenizer,
@@ -225,6 +232,12 @@ fn main() -> ExitCode {
             (Some(a), None) => {
                 trace_artifact(&a, tokenizer.as_deref(), &text, jsonl, check_reference)
             }
+            (None, Some(_)) if check_reference => Err(Failure {
+                code: 2,
+                message: "--check-reference compares an ARTIFACT's compiled masks with its \
+                          reference path; with --grammar there is only the reference path"
+                    .into(),
+            }),
             (None, Some(g)) => {
                 trace_reference(&g, tokenizer.as_deref().unwrap_or_default(), &text, jsonl)
             }
@@ -243,7 +256,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn check(path: &Path) -> Result<(), Failure> {
+/// Exit 0 when `compile` would get past the grammar (front end, lexer, LR tables and
+/// lexer configurations under the same limits); exit 2, as `compile`, when it would not.
+fn check(path: &Path, max_lr_states: usize) -> Result<(), Failure> {
     let LexedGrammar { grammar, dfas } = pipeline::lex_grammar_file(path)?;
     let nullable = grammar.nullable_nonterminals();
     out!("{}: ok", path.display());
@@ -276,7 +291,7 @@ fn check(path: &Path) -> Result<(), Failure> {
     }
     let lexed = LexedGrammar { grammar, dfas };
     let started = Instant::now();
-    match pipeline::compile_parser(&lexed, lr::DEFAULT_MAX_STATES) {
+    match pipeline::compile_parser(&lexed, max_lr_states) {
         Ok(compiled) => {
             let t = &compiled.tables.lr;
             out!(
@@ -304,7 +319,12 @@ fn check(path: &Path) -> Result<(), Failure> {
                 out!("{}", report.trim_end());
             }
         }
-        Err(e) => out!("  compiled path: {e}"),
+        Err(e) => {
+            return Err(Failure {
+                code: 2,
+                message: format!("{}: `compile` would refuse it: {e}", path.display()),
+            })
+        }
     }
     Ok(())
 }
@@ -327,6 +347,14 @@ fn compile(
     options: &pipeline::CompileOptions,
 ) -> Result<(), Failure> {
     let started = Instant::now();
+    let tokenizer_file = spec.strip_prefix("hf:").map(Path::new);
+    check_output(
+        output,
+        &[Some(path), tokenizer_file]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
+    )?;
     let source = pipeline::read_grammar_file(path)?;
     let bar = spinner("reading");
     let built = pipeline::build_artifact_from_source(
@@ -338,7 +366,9 @@ fn compile(
     );
     bar.finish_and_clear();
     let built = built?;
-    write_atomically(output, &built.bytes)?;
+    check_output(output, &[path])?;
+    stackmask_formats::regular_file::write_atomically(output, &built.bytes)
+        .map_err(|e| format!("output {}: {e}", output.display()))?;
     let lr = &built.compiled.tables.lr;
     out!(
         "{} → {}: {:.2} MB in {:.2} s\n  {} terminals, {} LR(1) states, {} GLR forks, {} DFA states, {} lexer configurations, {} tokens, {} trie nodes",
@@ -376,11 +406,43 @@ fn print_mask_stats(ms: &stackmask_formats::layout::MaskStats) {
     );
 }
 
-/// Writes through a temporary file and a rename, so readers never see half a file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let tmp = path.with_extension("smask.tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Refuses an output that would destroy something: an existing path that is not a
+/// regular file (a device such as `/dev/full`, a FIFO, a directory), or one of the
+/// inputs. Checked before compiling, so a bad `-o` costs nothing.
+fn check_output(output: &Path, inputs: &[&Path]) -> Result<(), Failure> {
+    let Ok(meta) = std::fs::metadata(output) else {
+        return Ok(()); // Does not exist (yet): the write creates it.
+    };
+    stackmask_formats::regular_file::check_regular(output)
+        .map_err(|e| format!("output {}: {e}", output.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        for input in inputs {
+            if let Ok(m) = std::fs::metadata(input) {
+                if (m.dev(), m.ino()) == (meta.dev(), meta.ino()) {
+                    return Err(format!(
+                        "output {} is the input {}: refusing to overwrite it",
+                        output.display(),
+                        input.display()
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    for input in inputs {
+        if std::fs::canonicalize(input).ok() == std::fs::canonicalize(output).ok() {
+            return Err(format!(
+                "output {} is the input {}: refusing to overwrite it",
+                output.display(),
+                input.display()
+            )
+            .into());
+        }
+    }
+    let _ = meta;
     Ok(())
 }
 
@@ -450,7 +512,7 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
     match m.commit_bytes(&text) {
         Err(stackmask_runtime::MatchError::RejectedBytes { offset }) => {
             let (line, col) = line_col(&text, offset);
-            Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]))))
+            Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}{}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]), trailing_ignore_hint(m.engine(), &text))))
         }
         Err(e) => Err(e.into()),
         Ok(()) if m.is_accepting() => {
@@ -461,12 +523,42 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
             let (line, col) = line_col(&text, text.len());
             Err(rejected(format!(
                 "{}: incomplete at byte {} (line {line}, column {col}): every byte is allowed \
-                 but the text stops before a sentence ends",
+                 but the text stops before a sentence ends{}",
                 file.display(),
-                text.len()
+                text.len(),
+                trailing_ignore_hint(m.engine(), &text)
             )))
         }
     }
+}
+
+/// Why a text is refused (rejected in its trailing whitespace, or incomplete), when the
+/// reason is the rule users trip on: it is a sentence followed by whitespace, the grammar
+/// `%ignore`s lexemes, and DESIGN.md §1 allows them between two lexemes, not after the
+/// last. Empty when that is not the case.
+fn trailing_ignore_hint(engine: &Arc<Engine>, text: &[u8]) -> String {
+    let trimmed = text.trim_ascii_end();
+    if trimmed.len() == text.len() || engine.meta().grammar.ignore.is_empty() {
+        return String::new();
+    }
+    let mut m = Matcher::new(engine.clone());
+    if m.commit_bytes(trimmed).is_err() || !m.is_accepting() {
+        return String::new();
+    }
+    let g = &engine.meta().grammar;
+    let names: Vec<String> = g
+        .ignore
+        .iter()
+        .map(|&t| format!("`{}`", short_name(&g.terminals[t as usize].name)))
+        .collect();
+    format!(
+        ";\n  the text is a sentence up to byte {}, then ends in {:?}: ignored lexemes ({}) may \
+         come between two lexemes, never after the last one (DESIGN.md §1). A grammar that \
+         allows trailing whitespace says so in its rules, e.g. `start: value WS?`",
+        trimmed.len(),
+        short_name(&String::from_utf8_lossy(&text[trimmed.len()..])),
+        names.join(", ")
+    )
 }
 
 /// FNV-1a 64 over the ascending allowed token ids, each as 4 little-endian bytes
@@ -500,7 +592,8 @@ fn run_trace(
     mut commit: impl FnMut(u32) -> Result<(), String>,
 ) -> Result<(), Failure> {
     let bytes = std::fs::read(text).map_err(|e| format!("{}: {e}", text.display()))?;
-    let tokens = tokenizer.encode(&bytes)?;
+    // Exactly the file's bytes: no SentencePiece dummy-prefix space before them.
+    let tokens = tokenizer.encode_exact(&bytes)?;
     let eos = tokenizer.eos();
     let mut buf = vec![0u32; mask_words];
     let started = Instant::now();

@@ -32,11 +32,9 @@
 //!   than a small multiple of the file), **large arrays as raw `Pod` slices.**
 
 use std::fmt;
-use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytemuck::{Pod, PodCastError, Zeroable};
 use serde::de::DeserializeOwned;
@@ -1112,55 +1110,17 @@ impl ArtifactWriter {
         out
     }
 
-    /// Writes the artifact to `path` atomically: to a fresh temporary file in the same
-    /// directory, flushed to disk, then renamed over `path`. A crash or error midway
-    /// leaves either the old file or none, never a half-written one (the temporary file
-    /// is removed on error).
+    /// Writes the artifact to `path` atomically
+    /// ([`crate::regular_file::write_atomically`]: a temporary file renamed into place,
+    /// removed on error; an existing `path` that is not a regular file is refused).
     pub fn write_to(&self, path: impl AsRef<Path>) -> Result<(), ArtifactError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
         let path = path.as_ref();
-        let io_err = |source| ArtifactError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let Some(name) = path.file_name() else {
-            return Err(io_err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "artifact path has no file name",
-            )));
-        };
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let tmp = dir.join(format!(
-            ".{}.tmp-{}-{}",
-            name.to_string_lossy(),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let bytes = self.finish();
-        let result = (|| {
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            drop(f);
-            fs::rename(&tmp, path)
-        })();
-        if let Err(e) = result {
-            let _ = fs::remove_file(&tmp);
-            return Err(io_err(e));
-        }
-        // Make the rename itself durable; best effort (not all platforms can open a
-        // directory).
-        #[cfg(unix)]
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        crate::regular_file::write_atomically(path, &self.finish()).map_err(|source| {
+            ArtifactError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
     }
 }
 
@@ -1202,7 +1162,7 @@ impl AlignedBytes {
             path: path.to_path_buf(),
             source,
         };
-        let mut f = fs::File::open(path).map_err(io_err)?;
+        let mut f = crate::regular_file::open_regular(path).map_err(io_err)?;
         let len = f.metadata().map_err(io_err)?.len();
         let len_usize = usize::try_from(len).map_err(|_| ArtifactError::FileTooLarge {
             path: path.to_path_buf(),

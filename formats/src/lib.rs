@@ -11,11 +11,13 @@
 
 pub mod artifact;
 pub mod dfa;
+pub mod display_name;
 pub mod grammar;
 pub mod layout;
 pub mod lr;
 pub mod parser;
 pub mod parser_dwa;
+pub mod regular_file;
 pub mod trie;
 pub mod vocab;
 

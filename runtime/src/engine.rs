@@ -141,7 +141,9 @@ impl Engine {
             path: path.display().to_string(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
+        // A FIFO, device or directory is refused before it is opened (opening a FIFO
+        // blocks until a writer comes).
+        let file = stackmask_formats::regular_file::open_regular(path).map_err(io)?;
         // SAFETY: memmap2 requires that the file not be modified or truncated while
         // mapped. Artifacts are written whole to a temporary file and renamed into place
         // (`ArtifactWriter::write_to`), never modified in place, so a reader's mapping

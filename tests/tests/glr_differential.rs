@@ -292,3 +292,39 @@ fn popping_more_bytes_than_consumed_panics_with_a_message() {
         Some("pop_bytes(2) with only 1 bytes consumed")
     );
 }
+
+/// Issue 11 (5): on `start: "a" start | "a"` (unambiguous, right recursive) the reduce
+/// chain at the end merged every link into one GSS node, and each link re-walked and
+/// re-scanned all the node's edges: quadratic (40,000 bytes: 8 s). Deterministic
+/// stretches must cost O(1) amortized per byte: doubling the input may not much more
+/// than double the work (GSS edges looked at, not time).
+#[test]
+fn right_recursion_costs_linear_work() {
+    for grammar in [
+        "start: \"a\" start | \"a\"\n",
+        "start: \"(\" start \")\" | \"x\"\n",
+        "start: item start | item\nitem: \"a\" | \"b\" \"c\"\n",
+    ] {
+        let lexed = pipeline::lex_grammar_source(grammar, "r.lark").unwrap();
+        let compiled = pipeline::compile_parser(&lexed, 1000).unwrap();
+        let tables = compiled.tables.view();
+        let work = |n: usize| {
+            let text: Vec<u8> = match grammar.as_bytes()[8] {
+                b'(' => [vec![b'('; n], vec![b'x'], vec![b')'; n]].concat(),
+                b'a' => vec![b'a'; n],
+                _ => b"abc".repeat(n / 2),
+            };
+            let mut state = GlrState::new(&tables);
+            for &b in &text {
+                assert!(state.push_byte(&tables, b), "{grammar}");
+            }
+            assert!(state.is_accepting(&tables), "{grammar}");
+            state.work()
+        };
+        let (small, large) = (work(2000), work(4000));
+        assert!(
+            large <= small * 5 / 2,
+            "{grammar}: work {small} for 2000, {large} for 4000: not linear"
+        );
+    }
+}

@@ -617,3 +617,26 @@ fn alternation_inside_a_terminal_keeps_every_branch() {
     );
     assert!(checked > 10);
 }
+
+/// Issue 11 (10): the reference set-up swept every rule until nothing changed, and a
+/// chain `a0: "(" a1 ")"`, …, `aN: "x"` takes one sweep per link: quadratic in the
+/// number of rules (5,000 rules: 25 s). Its work (rule evaluations, not time) must grow
+/// linearly: doubling the chain may not much more than double it.
+#[test]
+fn reference_setup_work_grows_linearly_with_the_rules() {
+    let bytes = load_tokenizer("bytes").unwrap();
+    let work = |n: usize| {
+        let mut g = String::from("start: a0\n");
+        for i in 0..n {
+            g.push_str(&format!("a{i}: \"(\" a{} \")\"\n", i + 1));
+        }
+        g.push_str(&format!("a{n}: \"x\"\n"));
+        let lexed = lex_grammar_source(&g, "chain.lark").unwrap();
+        reference_engine(&lexed, &bytes).unwrap().setup_work()
+    };
+    let (small, large) = (work(300), work(600));
+    assert!(
+        large <= small * 5 / 2,
+        "set-up work {small} for 300 rules, {large} for 600: not linear"
+    );
+}

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use stackmask_formats::display_name::short;
 use stackmask_formats::grammar::Location;
 
 /// A grammar that could not be parsed or normalized.
@@ -72,7 +73,7 @@ pub enum GrammarErrorKind {
         escape: String,
     },
     /// A name that is used but never defined (or imported).
-    #[error("undefined {what} `{name}`")]
+    #[error("undefined {what} `{}`", short(.name))]
     UndefinedSymbol {
         /// `rule`, `terminal` or `name`.
         what: &'static str,
@@ -80,7 +81,7 @@ pub enum GrammarErrorKind {
         name: String,
     },
     /// A rule or terminal defined twice.
-    #[error("`{name}` is already defined at {first_line}:{first_col}")]
+    #[error("`{}` is already defined at {first_line}:{first_col}", short(.name))]
     Duplicate {
         /// The name.
         name: String,
@@ -91,7 +92,7 @@ pub enum GrammarErrorKind {
     },
     /// A terminal (used by the grammar or ignored) whose language contains the empty
     /// string; the lexer needs every lexeme to be at least one byte long.
-    #[error("`{name}` is a terminal that can match the empty string")]
+    #[error("`{}` is a terminal that can match the empty string (a terminal matches at least one byte; in a rule, write `X?` for an optional terminal, and `\"\"` for the empty sequence)", short(.name))]
     EmptyTerminal {
         /// The terminal's name (the literal's source text for anonymous ones).
         name: String,
@@ -136,7 +137,7 @@ pub enum GrammarErrorKind {
         message: String,
     },
     /// A reachable rule that derives no finite string of terminals.
-    #[error("rule `{rule}` derives no finite string of terminals (every alternative recurses without reaching a base case)")]
+    #[error("rule `{}` derives no finite string of terminals (every alternative recurses without reaching a base case)", short(.rule))]
     Unproductive {
         /// The rule.
         rule: String,
@@ -155,7 +156,7 @@ pub enum GrammarErrorKind {
         cycle: Vec<String>,
     },
     /// A terminal definition that refers to a rule.
-    #[error("terminal `{terminal}` refers to rule `{rule}`; terminals may only use literals, regexes and other terminals")]
+    #[error("terminal `{}` refers to rule `{}`; terminals may only use literals, regexes and other terminals", short(.terminal), short(.rule))]
     RuleInTerminal {
         /// The terminal being defined.
         terminal: String,
@@ -163,7 +164,7 @@ pub enum GrammarErrorKind {
         rule: String,
     },
     /// `%ignore` given a rule.
-    #[error("`%ignore` needs a terminal, but `{name}` is a rule")]
+    #[error("`%ignore` needs a terminal, but `{}` is a rule", short(.name))]
     IgnoreRule {
         /// The rule name.
         name: String,
@@ -199,7 +200,7 @@ pub enum GrammarErrorKind {
         limit: String,
     },
     /// A terminal whose language is empty: it matches no byte string at all.
-    #[error("`{name}` is a terminal that matches nothing (its language is empty)")]
+    #[error("`{}` is a terminal that matches nothing (its language is empty)", short(.name))]
     EmptyLanguageTerminal {
         /// The terminal's name (the literal's source text for anonymous ones).
         name: String,

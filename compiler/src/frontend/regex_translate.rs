@@ -3,11 +3,13 @@
 //! Lark grammars are written against Python's `re`; stackmask compiles terminals with
 //! Rust's `regex-syntax`/`regex-automata`. The two agree on almost everything a lexer
 //! needs. Where Python has a spelling for something Rust can also express, it is
-//! translated (`\Z`, `{,n}`, `(?#...)`, octal `\0`, `\b` = backspace in a class, `[` and
-//! `&`/`~` as literals inside a class, a `{` that is not a quantifier). Features with no
-//! regular-language meaning — lookaround, backreferences, atomic groups, possessive
+//! translated (`{,n}`, `(?#...)`, octal `\0`, `\b` = backspace in a class, `[` and
+//! `&`/`~` as literals inside a class, a `{` that is not a quantifier). Rust's byte mode
+//! `(?-u:...)` (no Python spelling) is kept: `(?-u:\xff)` is the byte 0xFF. Features with
+//! no regular-language meaning — lookaround, backreferences, atomic groups, possessive
 //! quantifiers, conditionals — and anchors/word boundaries (a terminal is a language of
-//! whole lexemes; it cannot look outside itself) are rejected with
+//! whole lexemes; it cannot look outside itself; Python's `\Z` is read as `\z`, so it is
+//! rejected as the anchor it is) are rejected with
 //! [`GrammarErrorKind::UnsupportedRegex`] naming the feature.
 //!
 //! Lazy quantifiers (`*?`) are accepted and mean the same language as their greedy
@@ -55,7 +57,7 @@ pub fn check_no_look(hir: &Hir) -> Result<(), GrammarErrorKind> {
                 "anchor `^`/`\\A` (a terminal cannot look outside its lexeme)"
             }
             Look::End | Look::EndLF | Look::EndCRLF => {
-                "anchor `$`/`\\z` (a terminal cannot look outside its lexeme)"
+                "anchor `$`/`\\z`/`\\Z` (a terminal cannot look outside its lexeme)"
             }
             _ => "word boundary `\\b`/`\\B` (a terminal cannot look outside its lexeme)",
         })),
@@ -327,6 +329,10 @@ fn translate_body(body: &str, mut verbose: bool) -> Result<Translated, GrammarEr
                     for f in r[..flags_end].chars() {
                         match f {
                             'i' | 'm' | 's' | 'x' | '-' => kept.push(f),
+                            // `(?u)` is the default and Python's spelling; `(?-u)` is
+                            // regex-syntax's byte mode (`(?-u:\xff)` is the byte 0xff,
+                            // not the character U+00FF): it must reach the lexer.
+                            'u' if kept.contains('-') => kept.push(f),
                             'u' => {}
                             'a' => {
                                 return Err(unsupported("inline flag `a` (ASCII-only matching)"))
@@ -480,7 +486,7 @@ mod tests {
         assert!(feature("(?(1)a|b)").starts_with("conditional"));
         assert!(feature(r"\bif\b").starts_with("word boundary"));
         assert!(feature("^a").starts_with("anchor `^`"));
-        assert!(feature(r"a\Z").starts_with("anchor `$`/`\\z`"));
+        assert!(feature(r"a\Z").starts_with("anchor `$`/`\\z`/`\\Z`"));
         assert!(feature("(?m:a$)").starts_with("anchor `$`"));
         // Not possessive: a lazy quantifier followed by nothing, and `+` after a group.
         ok("a+?b", "");
@@ -533,5 +539,132 @@ mod tests {
         assert_eq!(ok("(?x:a # c\n)b", ""), "(?:(?x:a # c\n)b)");
         assert_eq!(ok("(?x)a(?-x)b", ""), "(?:(?x)a(?-x)b)");
         assert_eq!(ok("a (?-x)b", "x"), "(?x:a (?-x)b)");
+    }
+
+    /// Issue 11 (2): `(?-u:...)` lost its `-u`, so byte classes became character
+    /// classes: `/(?-u:\xff)/` accepted `\xc3\xbf` (U+00FF) and rejected the byte 0xff.
+    #[test]
+    fn byte_mode_groups_keep_matching_bytes() {
+        let accepts = |body: &str, s: &[u8]| {
+            let d = crate::lexer::compile_terminal(&ok(body, "")).unwrap();
+            d.is_accepting(d.run(s))
+        };
+        assert!(accepts(r"(?-u:\xff)", &[0xff]));
+        assert!(!accepts(r"(?-u:\xff)", "\u{ff}".as_bytes()));
+        assert!(accepts(r"(?-u:[\x80-\xff])+", &[0x80, 0xff]));
+        assert!(accepts(r"(?i-u)\xff", &[0xff]));
+        assert_eq!(ok(r"(?-u:\xff)", ""), r"(?:(?-u:\xff))");
+        assert_eq!(ok(r"(?u-i:a)", ""), r"(?:(?-i:a))");
+    }
+
+    /// Patterns whose meaning Python and regex-syntax share (plus regex-syntax's byte
+    /// mode): the translation must not change their language.
+    /// Each with a byte string it matches.
+    const SHARED: &[(&str, &[u8])] = &[
+        (r"(?-u:\xff)", b"\xff"),
+        (r"(?-u:[\x80-\xff])+", b"\x80\xff"),
+        (r"(?-u:[^a])", b"\xe9"),
+        (r"(?-u:.)+", b"\xff\xc3"),
+        (r"(?s-u:.)", b"\n"),
+        (r"(?-u)\x80[\xc0-\xff]", b"\x80\xc3"),
+        (r"a(?-u:\xe9|b)c", b"a\xe9c"),
+        (r"(?i-u:\xc9)", b"\xc9"),
+        (r"(?i)\xe9", "É".as_bytes()),
+        (r"\xff", "\u{ff}".as_bytes()),
+        (r"[\x80-\xff]", "é".as_bytes()),
+        (r"[^a-z]+", b"\xc3\xa9\n"),
+        (r".", "é".as_bytes()),
+        (r"(?s:.)", b"\n"),
+        (r"\w+", "aé".as_bytes()),
+        (r"\d\s", b"1 "),
+        (r"[\u00e9é]", "é".as_bytes()),
+        (r"\x{10ffff}", "\u{10ffff}".as_bytes()),
+        (r"(?i:ß)", "ẞ".as_bytes()),
+        (r"(?u:\xe9)(?-u:\xe9)", b"\xc3\xa9\xe9"),
+        ("(?x: a b # c\n)", b"ab"),
+        (r"\p{Greek}|(?-u:\w)", "α".as_bytes()),
+        (r"\0\012[\b]", b"\0\n\x08"),
+        (r"x{,3}y{2,}", b"xyy"),
+    ];
+
+    /// Random byte strings: mostly bytes the patterns mention, their UTF-8 encodings and
+    /// high bytes, sometimes anything.
+    fn random_bytes(seed: &mut u64) -> Vec<u8> {
+        const PIECES: &[&[u8]] = &[
+            b"a",
+            b"b",
+            b"c",
+            b"x",
+            b"y",
+            b" ",
+            b"\n",
+            b"\x08",
+            b"\0",
+            b"1",
+            b"\xff",
+            b"\x80",
+            b"\xe9",
+            b"\xc9",
+            "é".as_bytes(),
+            "É".as_bytes(),
+            "\u{ff}".as_bytes(),
+            "ß".as_bytes(),
+            "ss".as_bytes(),
+            "α".as_bytes(),
+            "\u{10ffff}".as_bytes(),
+            b"\xc3",
+            b"\xf4\x8f\xbf",
+            "ẞ".as_bytes(),
+            b"S",
+        ];
+        let mut next = || {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed
+        };
+        let len = next() % 5;
+        let mut out = Vec::new();
+        for _ in 0..len {
+            if next() % 4 == 0 {
+                out.push(next() as u8);
+            } else {
+                out.extend_from_slice(PIECES[(next() % PIECES.len() as u64) as usize]);
+            }
+        }
+        out
+    }
+
+    /// Differential audit of the translation (issue 11): each pattern as translated and
+    /// compiled by the lexer accepts exactly the byte strings regex-automata accepts for
+    /// the original in byte mode (Unicode on, UTF-8 off, as the lexer), over random byte
+    /// strings.
+    #[test]
+    fn translation_keeps_the_byte_language() {
+        use regex_automata::{meta::Regex, util::syntax, Anchored, Input};
+        let mut seed = 0x2545_f491_4f6c_dd1d;
+        for &(body, witness) in SHARED {
+            // The two Python-only spellings in the list, in regex-syntax's.
+            let spelled = body
+                .replace(r"\0\012[\b]", r"\x00\n[\x08]")
+                .replace("x{,3}", "x{0,3}");
+            let original = Regex::builder()
+                .syntax(syntax::Config::new().unicode(true).utf8(false))
+                .configure(Regex::config().utf8_empty(false))
+                .build(&format!("(?:{spelled})$"))
+                .unwrap_or_else(|e| panic!("{body}: {e}"));
+            let lexer = crate::lexer::compile_terminal(&ok(body, ""))
+                .unwrap_or_else(|e| panic!("{body}: {e:?}"));
+            for s in std::iter::once(witness.to_vec())
+                .chain(std::iter::repeat_with(|| random_bytes(&mut seed)).take(4000))
+            {
+                let want = original.is_match(Input::new(&s).anchored(Anchored::Yes));
+                let got = lexer.is_accepting(lexer.run(&s));
+                assert_eq!(got, want, "/{body}/ on {s:?}");
+                if s == witness {
+                    assert!(want, "/{body}/ must match its witness {s:?}");
+                }
+            }
+        }
     }
 }

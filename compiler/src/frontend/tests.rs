@@ -470,18 +470,28 @@ fn duplicates_are_reported_at_the_second_definition() {
 
 #[test]
 fn empty_terminals() {
+    const H: &str = " (a terminal matches at least one byte; in a rule, write `X?` for an \
+                     optional terminal, and `\"\"` for the empty sequence)";
     assert_eq!(
         error("start: A\nA: /a*/\n"),
-        "g.lark:2:1: `A` is a terminal that can match the empty string"
+        format!("g.lark:2:1: `A` is a terminal that can match the empty string{H}")
     );
     assert_eq!(
         error("start: \"x\" /b?/\n"),
-        "g.lark:1:12: `/b?/` is a terminal that can match the empty string"
+        format!("g.lark:1:12: `/b?/` is a terminal that can match the empty string{H}")
     );
     assert_eq!(
         error("start: \"x\"\n%ignore /\\s*/\n"),
-        "g.lark:2:9: `/\\s*/` is a terminal that can match the empty string"
+        format!("g.lark:2:9: `/\\s*/` is a terminal that can match the empty string{H}")
     );
+    // Issue 11 (10): `""` in a rule is the empty sequence (llguidance's reading), a
+    // terminal defined as `""` is an empty terminal: the message says which to write.
+    assert_eq!(
+        error("start: A\nA: \"\"\n"),
+        format!("g.lark:2:1: `A` is a terminal that can match the empty string{H}")
+    );
+    grammar("start: \"\"\n");
+    grammar("start: \"a\" \"\"\n");
     // Fragments used only inside other terminals may match the empty string.
     let g = grammar("start: A\nA: \"a\" E\nE: /e*/\nUNUSED: /u*/\n");
     assert_eq!(terminals(&g), ["A = a(?:e*)"]);

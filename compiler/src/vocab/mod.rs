@@ -20,6 +20,7 @@ pub mod bytes;
 mod error;
 pub mod hf;
 pub mod tiktoken;
+pub mod tiktoken_split;
 pub mod trie;
 
 use std::fmt;
@@ -40,8 +41,8 @@ pub struct Tokenizer {
 /// The private encoding back ends. Kept as an enum (not a trait object) because there
 /// are exactly three and each needs different input handling.
 enum Encoder {
-    /// A `tiktoken-rs` BPE; `'static` because the library caches it in a singleton.
-    Tiktoken(&'static tiktoken_rs::CoreBPE),
+    /// A tiktoken encoding; `'static` because it is cached for the life of the process.
+    Tiktoken(&'static tiktoken::Encoding),
     /// A Hugging Face tokenizer, boxed because it is large and the other variants are not.
     Hf(Box<tokenizers::Tokenizer>),
     /// Identity: byte `b` is token `b`.
@@ -75,11 +76,11 @@ pub fn load_tokenizer(spec: &str) -> Result<Tokenizer, VocabError> {
         });
     }
     if let Some(name) = spec.strip_prefix("tiktoken:") {
-        let (vocab, bpe) =
+        let encoding =
             tiktoken::load(name).ok_or_else(|| VocabError::UnknownSpec(spec.to_string()))?;
         return Ok(Tokenizer {
-            vocab,
-            encoder: Encoder::Tiktoken(bpe),
+            vocab: encoding.vocab.clone(),
+            encoder: Encoder::Tiktoken(encoding),
             dummy_prefix: false,
         });
     }
@@ -110,18 +111,73 @@ impl Tokenizer {
     ///   normalized text, so a non-normalized input comes back normalized.
     ///
     /// `tiktoken` and Hugging Face tokenizers encode text: input that is not valid UTF-8
-    /// is [`VocabError::InvalidUtf8`]. The `bytes` tokenizer takes any bytes.
+    /// is [`VocabError::InvalidUtf8`]. The `bytes` tokenizer takes any bytes. Any
+    /// failure of a tokenizer library, a panic included, is [`VocabError::Encode`].
     pub fn encode(&self, text: &[u8]) -> Result<Vec<u32>, VocabError> {
-        match &self.encoder {
+        let encode = || match &self.encoder {
             Encoder::Bytes => Ok(text.iter().map(|&b| u32::from(b)).collect()),
-            Encoder::Tiktoken(bpe) => Ok(bpe.encode_ordinary(as_utf8(text)?)),
+            Encoder::Tiktoken(encoding) => encoding.encode(as_utf8(text)?),
             Encoder::Hf(tok) => {
                 let enc = tok
                     .encode_fast(as_utf8(text)?, false)
                     .map_err(|e| VocabError::Encode(e.to_string()))?;
                 Ok(enc.get_ids().to_vec())
             }
+        };
+        // The encoders keep no state a panic could leave half-updated (the tokenizers'
+        // caches are rebuilt on demand), so going on after one is sound.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(encode)).unwrap_or_else(|p| {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the tokenizer library panicked".to_string());
+            Err(VocabError::Encode(what))
+        })
+    }
+
+    /// Tokens whose bytes are exactly `text`: [`Tokenizer::encode`], without the
+    /// SentencePiece dummy-prefix space (a `trace` checks the document, not a space
+    /// before it). Where the space merged into the first token (`"▁hello"`), the rest of
+    /// that token is spelled with the longest normal tokens that match it (every byte has
+    /// one: byte-fallback tokens); elsewhere the ids are the canonical ones.
+    pub fn encode_exact(&self, text: &[u8]) -> Result<Vec<u32>, VocabError> {
+        let mut ids = self.encode(text)?;
+        if !self.dummy_prefix || ids.is_empty() {
+            return Ok(ids);
         }
+        let first = self.vocab.token_bytes(ids[0]);
+        let Some(rest) = first.strip_prefix(b" ") else {
+            return Ok(ids); // No prefix was added (the check below reports a mismatch).
+        };
+        let spelled = self.longest_match_spelling(rest)?;
+        ids.splice(0..1, spelled);
+        if self.decode(&ids) != text {
+            return Err(VocabError::Encode(
+                "the tokens without the dummy-prefix space do not spell the input".into(),
+            ));
+        }
+        Ok(ids)
+    }
+
+    /// Normal tokens spelling `bytes`, longest match first (short: one token's bytes).
+    fn longest_match_spelling(&self, mut bytes: &[u8]) -> Result<Vec<u32>, VocabError> {
+        let by_bytes: std::collections::HashMap<&[u8], u32> = (0..self.vocab.len() as u32)
+            .filter(|&id| self.vocab.kind(id) == stackmask_formats::TokenKind::Normal)
+            .map(|id| (self.vocab.token_bytes(id), id))
+            .collect();
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            let (len, id) = (1..=bytes.len())
+                .rev()
+                .find_map(|n| by_bytes.get(&bytes[..n]).map(|&id| (n, id)))
+                .ok_or_else(|| {
+                    VocabError::Encode(format!("no token spells the byte {:#04x}", bytes[0]))
+                })?;
+            out.push(id);
+            bytes = &bytes[len..];
+        }
+        Ok(out)
     }
 
     /// The end-of-sequence token id (a `Special` token; the only special a mask can hold).

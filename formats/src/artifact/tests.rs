@@ -5,6 +5,7 @@ use super::*;
 use bincode::error::DecodeError;
 use proptest::prelude::*;
 use serde::Deserialize;
+use std::fs;
 
 const META: SectionKind = SectionKind::from_tag(*b"META");
 const U32S: SectionKind = SectionKind::from_tag(*b"U32S");

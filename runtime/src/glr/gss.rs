@@ -90,17 +90,24 @@ impl Layered<'_> {
         id
     }
 
-    /// Adds an edge `from → to` unless it exists; `from` must be an overlay node.
-    /// Returns whether an edge was added.
-    pub fn add_edge(&mut self, from: u32, to: u32) -> bool {
+    /// Whether the edge `from → to` exists, and how many edges were looked at.
+    pub fn has_edge(&self, from: u32, to: u32) -> (bool, u64) {
         let mut e = self.node(from).first_edge;
+        let mut seen = 0;
         while e != NONE {
             let edge = self.edge(e);
+            seen += 1;
             if edge.to == to {
-                return false;
+                return (true, seen);
             }
             e = edge.next;
         }
+        (false, seen)
+    }
+
+    /// Adds the edge `from → to`, which must not exist yet; `from` must be an overlay
+    /// node.
+    pub fn push_edge(&mut self, from: u32, to: u32) {
         let b = self.base.nodes.len() as u32;
         let id = (self.base.edges.len() + self.over.edges.len()) as u32;
         let local = (from - b) as usize;
@@ -109,6 +116,10 @@ impl Layered<'_> {
             next: self.over.nodes[local].first_edge,
         });
         self.over.nodes[local].first_edge = id;
-        true
+    }
+
+    /// Number of nodes, base and overlay.
+    pub fn node_count(&self) -> u32 {
+        (self.base.nodes.len() + self.over.nodes.len()) as u32
     }
 }

@@ -123,6 +123,12 @@ impl GlrState {
         self.marks.len()
     }
 
+    /// Work the GLR steps have done since the state was created (GSS edges looked at):
+    /// tests check how it grows with the input, never wall time.
+    pub fn work(&self) -> u64 {
+        self.scratch.effort + self.accept_scratch.borrow().0.effort
+    }
+
     /// Number of GSS nodes (for statistics).
     pub fn gss_nodes(&self) -> usize {
         self.gss.nodes.len()

@@ -14,9 +14,16 @@
 //! number of paths grows exponentially with the rule length, while a level never holds
 //! more pairs than the GSS has nodes. A linear stack has one pair per level, so the
 //! common case costs what the path enumeration did.
+//!
+//! A right-recursive reduce chain (`start: "a" start | "a"` at the end of input) reduces
+//! to the same LR state once per link: one node of the step gains an edge per link. So
+//! that this stays linear, a new edge is checked against a set once a node has many,
+//! and the rounds look for paths through fresh edges only where they can be (fresh
+//! edges start at the step's own nodes), not along every edge of such a node.
 
 use super::gss::{Layered, NONE};
 use stackmask_formats::{Action, TablesRef};
+use std::collections::HashSet;
 
 /// Reusable buffers for [`step`], so the steady state allocates nothing.
 #[derive(Clone, Debug, Default)]
@@ -41,6 +48,72 @@ pub(crate) struct StepScratch {
     ends: Vec<u32>,
     /// Nodes created by the shift: (LR state, node).
     shifted: Vec<(u32, u32)>,
+    /// The first node id of the current step: nodes from it on are this step's.
+    first_node: u32,
+    /// Per node of this step (by id - `first_node`): its number of edges.
+    edge_count: Vec<u32>,
+    /// The edges of this step's nodes that have more than [`SCAN_EDGES`] of them: a
+    /// right-recursive reduce chain gives one node an edge per link, and scanning its
+    /// list for every new edge would be quadratic.
+    edge_set: HashSet<(u32, u32)>,
+    /// Edges between two nodes of this step, and their sorted copy for the current
+    /// round: only through them can a path leave this step's nodes and still reach a
+    /// fresh edge (fresh edges start at this step's nodes; older nodes never point to
+    /// them).
+    inner: Vec<(u32, u32)>,
+    inner_sorted: Vec<(u32, u32)>,
+    /// Work done so far (edges looked at), for tests of how it grows.
+    pub(crate) effort: u64,
+}
+
+/// Edges of a node scanned for duplicates before [`StepScratch::edge_set`] takes over.
+const SCAN_EDGES: u32 = 16;
+
+/// Creates a node of this step for `state` with an edge to `to`.
+fn new_node(gss: &mut Layered<'_>, s: &mut StepScratch, state: u32, to: u32) -> u32 {
+    let w = gss.new_node(state, to);
+    debug_assert_eq!((w - s.first_node) as usize, s.edge_count.len());
+    s.edge_count.push(1);
+    if to >= s.first_node {
+        s.inner.push((w, to));
+    }
+    w
+}
+
+/// Adds the edge `w → u` (`w` a node of this step) unless it exists; returns whether
+/// it was added. Cheap whatever the number of edges `w` already has.
+fn link(gss: &mut Layered<'_>, s: &mut StepScratch, w: u32, u: u32) -> bool {
+    let local = (w - s.first_node) as usize;
+    let count = s.edge_count[local];
+    if count < SCAN_EDGES {
+        let (exists, seen) = gss.has_edge(w, u);
+        s.effort += seen;
+        if exists {
+            return false;
+        }
+    } else {
+        s.effort += 1;
+        if s.edge_set.contains(&(w, u)) {
+            return false;
+        }
+    }
+    gss.push_edge(w, u);
+    s.edge_count[local] = count + 1;
+    if count + 1 == SCAN_EDGES {
+        // From now on the set answers for w: it gets all of w's edges.
+        let mut e = gss.node(w).first_edge;
+        while e != NONE {
+            let edge = gss.edge(e);
+            s.edge_set.insert((w, edge.to));
+            e = edge.next;
+        }
+    } else if count + 1 > SCAN_EDGES {
+        s.edge_set.insert((w, u));
+    }
+    if u >= s.first_node {
+        s.inner.push((w, u));
+    }
+    true
 }
 
 /// Runs reductions on lookahead `t` from `heads`, then shifts `t`, appending the new
@@ -60,6 +133,10 @@ pub(crate) fn step(
     s.work.clear();
     s.fresh.clear();
     s.added.clear();
+    s.first_node = gss.node_count();
+    s.edge_count.clear();
+    s.edge_set.clear();
+    s.inner.clear();
     s.work.extend(heads.iter().map(|&h| (h, true)));
     let mut accepted = false;
     loop {
@@ -85,12 +162,12 @@ pub(crate) fn step(
                             };
                             match s.reduced.iter().find(|&&(st, _)| st == target) {
                                 Some(&(_, w)) => {
-                                    if gss.add_edge(w, u) {
+                                    if link(gss, s, w, u) {
                                         s.added.push((w, u));
                                     }
                                 }
                                 None => {
-                                    let w = gss.new_node(target, u);
+                                    let w = new_node(gss, s, target, u);
                                     s.reduced.push((target, w));
                                     s.work.push((w, true));
                                 }
@@ -111,16 +188,19 @@ pub(crate) fn step(
         s.fresh.extend_from_slice(&s.added);
         s.added.clear();
         s.fresh.sort_unstable();
+        s.inner_sorted.clear();
+        s.inner_sorted.extend_from_slice(&s.inner);
+        s.inner_sorted.sort_unstable();
         s.work.extend(s.reduced.iter().map(|&(_, w)| (w, false)));
     }
     for i in 0..s.shifts.len() {
         let (target, from) = s.shifts[i];
         match s.shifted.iter().find(|&&(st, _)| st == target) {
             Some(&(_, w)) => {
-                gss.add_edge(w, from);
+                link(gss, s, w, from);
             }
             None => {
-                let w = gss.new_node(target, from);
+                let w = new_node(gss, s, target, from);
                 s.shifted.push((target, w));
                 out.push(w);
             }
@@ -139,9 +219,11 @@ pub(crate) fn step(
 fn paths(gss: &Layered<'_>, v: u32, len: u32, through_fresh: bool, s: &mut StepScratch) {
     s.ends.clear();
     // While there is one path, follow it without the level buffers: the common case
-    // (a stack without forks below the head) stays as cheap as a plain walk.
-    let (mut node, mut used, mut left) = (v, !through_fresh, len);
-    while left > 0 {
+    // (a stack without forks below the head) stays as cheap as a plain walk. Paths
+    // through fresh edges go to the levels, which look only where those can be.
+    let (mut node, used, mut left) = (v, !through_fresh, len);
+    while left > 0 && !through_fresh {
+        s.effort += 1;
         let first = gss.node(node).first_edge;
         if first == NONE {
             return;
@@ -150,7 +232,6 @@ fn paths(gss: &Layered<'_>, v: u32, len: u32, through_fresh: bool, s: &mut StepS
         if edge.next != NONE {
             break;
         }
-        used = used || s.fresh.binary_search(&(node, edge.to)).is_ok();
         node = edge.to;
         left -= 1;
     }
@@ -165,11 +246,34 @@ fn paths(gss: &Layered<'_>, v: u32, len: u32, through_fresh: bool, s: &mut StepS
     for _ in 0..left {
         s.next_level.clear();
         for &(node, used) in &s.level {
+            if !used {
+                // A path that has not used a fresh edge yet can only find one among
+                // this step's nodes (fresh edges start there; older nodes never point
+                // to them): from such a node, the fresh edges out of it, and its edges
+                // to other nodes of this step. Not every edge of it: a node reduced to
+                // once per link of a right-recursive chain has one edge per link.
+                if node < s.first_node {
+                    continue;
+                }
+                let from = |list: &[(u32, u32)]| {
+                    let lo = list.partition_point(|&(f, _)| f < node);
+                    let hi = lo + list[lo..].partition_point(|&(f, _)| f == node);
+                    lo..hi
+                };
+                for i in from(&s.fresh) {
+                    s.next_level.push((s.fresh[i].1, true));
+                }
+                for i in from(&s.inner_sorted) {
+                    s.next_level.push((s.inner_sorted[i].1, false));
+                }
+                s.effort += 1;
+                continue;
+            }
             let mut e = gss.node(node).first_edge;
             while e != NONE {
                 let edge = gss.edge(e);
-                let used = used || s.fresh.binary_search(&(node, edge.to)).is_ok();
-                s.next_level.push((edge.to, used));
+                s.effort += 1;
+                s.next_level.push((edge.to, true));
                 e = edge.next;
             }
         }
@@ -229,6 +333,16 @@ mod tests {
         let mut s = StepScratch::default();
         s.fresh.extend_from_slice(fresh);
         s.fresh.sort_unstable();
+        // Every node counts as one of this step's (`first_node` 0), so every edge is an
+        // edge between two of them.
+        for (from, node) in g.nodes.iter().enumerate() {
+            let mut e = node.first_edge;
+            while e != NONE {
+                s.inner_sorted.push((from as u32, g.edges[e as usize].to));
+                e = g.edges[e as usize].next;
+            }
+        }
+        s.inner_sorted.sort_unstable();
         paths(&layered, v, len, !fresh.is_empty(), &mut s);
         let mut out = s.ends.clone();
         out.sort_unstable();

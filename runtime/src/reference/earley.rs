@@ -38,6 +38,11 @@ pub(crate) struct EarleyGrammar {
 }
 
 impl EarleyGrammar {
+    /// Rule evaluations the set-up's fixpoint took (see [`super::ReferenceEngine::setup_work`]).
+    pub(crate) fn setup_work(&self) -> usize {
+        self.viability.evaluations
+    }
+
     pub(crate) fn new(g: &Grammar, dfas: Vec<ByteDfa>) -> Result<Self, ReferenceError> {
         let bad = |m: String| Err(ReferenceError::InvalidGrammar(m));
         if dfas.len() != g.terminals.len() {

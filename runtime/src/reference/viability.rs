@@ -67,6 +67,8 @@ pub(crate) struct Viability {
     reach: Vec<Vec<Bits>>,
     /// Per rule (augmented rule last), per dot position: relation of `rhs[dot..]`.
     suffix: Vec<Vec<Rel>>,
+    /// Rule evaluations the nonterminal fixpoint took (set-up work, for tests).
+    pub(crate) evaluations: usize,
 }
 
 impl Viability {
@@ -226,6 +228,7 @@ impl Viability {
             allowed_first,
             reach,
             suffix: Vec::new(),
+            evaluations: 0,
         };
 
         // Fixpoint: relation of every nonterminal.
@@ -237,28 +240,57 @@ impl Viability {
             nullable: true,
             ..empty.clone()
         };
+        // A worklist over rules: a rule is evaluated again only when the relation of a
+        // nonterminal in its right-hand side grew. Sweeping every rule until nothing
+        // changes took one sweep per link of a chain `a0: "(" a1 ")"`, `a1: ...`: time
+        // quadratic in the number of rules (issue 11).
         let mut nt_rel = vec![empty.clone(); num_nonterminals];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (lhs, rhs) in rules {
-                let r = v.string_rel(rhs, &lexeme_rel, &nt_rel, &epsilon);
-                let cur = &mut nt_rel[*lhs as usize];
-                if r.nullable && !cur.nullable {
-                    cur.nullable = true;
-                    changed = true;
-                }
-                for (a, b) in cur.by_first.iter_mut().zip(&r.by_first) {
-                    changed |= union_into(a, b);
+        let mut users: Vec<Vec<usize>> = vec![Vec::new(); num_nonterminals];
+        for (r, (_, rhs)) in rules.iter().enumerate() {
+            for s in rhs {
+                if let Symbol::Nonterminal(n) = *s {
+                    if users[n as usize].last() != Some(&r) {
+                        users[n as usize].push(r);
+                    }
                 }
             }
         }
+        // Rules in reverse order first: a rule's right-hand side is usually defined
+        // after it, so its value is ready when the rule is taken.
+        let mut queued = vec![true; rules.len()];
+        let mut work: Vec<usize> = (0..rules.len()).collect();
+        while let Some(r) = work.pop() {
+            queued[r] = false;
+            v.evaluations += 1;
+            let (lhs, rhs) = &rules[r];
+            let new = v.string_rel(rhs, &lexeme_rel, &nt_rel, &epsilon);
+            let cur = &mut nt_rel[*lhs as usize];
+            let mut changed = false;
+            if new.nullable && !cur.nullable {
+                cur.nullable = true;
+                changed = true;
+            }
+            for (a, b) in cur.by_first.iter_mut().zip(&new.by_first) {
+                changed |= union_into(a, b);
+            }
+            if changed {
+                for &u in &users[*lhs as usize] {
+                    if !queued[u] {
+                        queued[u] = true;
+                        work.push(u);
+                    }
+                }
+            }
+        }
+        // Suffix relations right to left: each is one concatenation onto the next.
         v.suffix = rules
             .iter()
             .map(|(_, rhs)| {
-                (0..=rhs.len())
-                    .map(|d| v.string_rel(&rhs[d..], &lexeme_rel, &nt_rel, &epsilon))
-                    .collect()
+                let mut out = vec![epsilon.clone(); rhs.len() + 1];
+                for d in (0..rhs.len()).rev() {
+                    out[d] = v.string_rel(&rhs[d..=d], &lexeme_rel, &nt_rel, &out[d + 1]);
+                }
+                out
             })
             .collect();
         v

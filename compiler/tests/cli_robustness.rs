@@ -1,0 +1,276 @@
+//! The command-line tool on hostile paths and inputs (issue 11): outputs that are not
+//! regular files or are the input, artifacts that are FIFOs or directories, traces that
+//! must spell exactly the file, options that do not go together. Every case must end in
+//! an answer or a clear error, quickly, never a hang.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs the CLI; a run past `limit` is killed and fails the test (a hang). Output is
+/// drained while it runs, so a long message cannot block the child on a full pipe.
+fn run_within(args: &[&str], limit: Duration) -> (i32, String, String) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stackmask"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run stackmask");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for stackmask") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("stackmask {args:?} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.code().unwrap_or(-1),
+        out.join().unwrap(),
+        err.join().unwrap(),
+    )
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    run_within(args, Duration::from_secs(120))
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stackmask-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A tiny grammar written into `dir`.
+fn grammar(dir: &Path) -> PathBuf {
+    let g = dir.join("g.lark");
+    std::fs::write(&g, "start: \"a\"+\n").unwrap();
+    g
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path)
+        .map(|m| m.file_type().is_fifo())
+        .unwrap_or(false)
+}
+
+/// Files whose name says they are temporary, left in `dir`.
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tmp"))
+        .collect()
+}
+
+/// Issue 11 (7): `-o` on a FIFO replaced it with a regular file (as on `/dev/full`,
+/// which root replaced with a file); `-o` on a directory failed at the rename and left
+/// `OUT.smask.tmp` behind.
+#[test]
+fn compile_refuses_outputs_that_are_not_regular_files() {
+    let dir = scratch("outputs");
+    let g = grammar(&dir);
+    let fifo = dir.join("out.fifo");
+    mkfifo(&fifo);
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&fifo)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("FIFO"), "{err}");
+    assert!(is_fifo(&fifo), "the FIFO was replaced");
+
+    let sub = dir.join("out");
+    std::fs::create_dir(&sub).unwrap();
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&sub)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+    assert!(sub.is_dir());
+    assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+
+    // A regular output still works, atomically, with nothing left behind.
+    let out = dir.join("g.smask");
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&out)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_file());
+    assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (7): `-o grammar.lark` overwrote the grammar with the artifact.
+#[test]
+fn compile_refuses_to_overwrite_its_input() {
+    let dir = scratch("input");
+    let g = grammar(&dir);
+    let before = std::fs::read(&g).unwrap();
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&g)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("refusing to overwrite"), "{err}");
+    assert_eq!(std::fs::read(&g).unwrap(), before);
+    // Through another name of the same file too.
+    let link = dir.join("link.lark");
+    std::os::unix::fs::symlink(&g, &link).unwrap();
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&link)]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read(&g).unwrap(), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (8): a FIFO given as the artifact blocked `inspect` and `validate` forever;
+/// a directory gave "No such device".
+#[test]
+fn artifacts_that_are_not_regular_files_are_refused_at_once() {
+    let dir = scratch("artifacts");
+    let fifo = dir.join("a.smask");
+    mkfifo(&fifo);
+    let doc = dir.join("doc.txt");
+    std::fs::write(&doc, "a").unwrap();
+    let limit = Duration::from_secs(20);
+    for args in [
+        vec!["inspect", s(&fifo)],
+        vec!["validate", s(&fifo), s(&doc)],
+        vec!["trace", s(&fifo), "--text", s(&doc)],
+    ] {
+        let (code, _, err) = run_within(&args, limit);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("FIFO or pipe, not a regular file"), "{err}");
+    }
+    for args in [vec!["inspect", s(&dir)], vec!["validate", s(&dir), s(&doc)]] {
+        let (code, _, err) = run_within(&args, limit);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("is a directory"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (9): with phi-3 (SentencePiece), `trace` traced a dummy-prefix space the
+/// file does not contain and failed at step 0 (`token 29871 " "`), while `validate`
+/// accepted the file.
+#[test]
+fn trace_with_sentencepiece_traces_exactly_the_file() {
+    let (code, out, err) = run(&[
+        "trace",
+        "--grammar",
+        "../grammars/expr.lark",
+        "--tokenizer",
+        "hf:../../shared/tokenizers/phi-3.tokenizer.json",
+        "--text",
+        "../grammars/samples/expr/flat_operators.txt",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("every token in its mask"), "{out}");
+}
+
+/// Issue 11 (10): `--check-reference` compares the compiled path with the reference
+/// path; with `--grammar` there is no compiled path, and the flag was silently ignored.
+#[test]
+fn trace_check_reference_needs_an_artifact() {
+    let dir = scratch("check-reference");
+    let g = grammar(&dir);
+    let doc = dir.join("doc.txt");
+    std::fs::write(&doc, "aa").unwrap();
+    let (code, _, err) = run(&[
+        "trace",
+        "--grammar",
+        s(&g),
+        "--tokenizer",
+        "bytes",
+        "--text",
+        s(&doc),
+        "--check-reference",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--check-reference"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (10): a 1 MB anonymous literal gave a 1 MB error message (its name is its
+/// text); names in messages are shortened, keeping both ends and the length.
+#[test]
+fn a_huge_literal_gives_a_short_message() {
+    let dir = scratch("huge-literal");
+    let g = dir.join("big.lark");
+    std::fs::write(&g, format!("start: \"{}\"\n", "a".repeat(1_000_000))).unwrap();
+    let (code, _, err) = run(&["check", s(&g)]);
+    assert_eq!(code, 2, "{}", &err[..err.len().min(500)]);
+    assert!(err.len() < 1000, "a {}-byte message", err.len());
+    assert!(err.contains("(1000002 bytes)"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (10): `check` said nothing wrong (exit 0) about a grammar `compile` refuses;
+/// under the same limit (`--max-lr-states`) both now refuse it, with exit 2.
+#[test]
+fn check_refuses_what_compile_refuses() {
+    let dir = scratch("check-limits");
+    let g = dir.join("g.lark");
+    std::fs::write(&g, "start: \"a\" b\nb: \"b\" \"c\"\n").unwrap();
+    let out = dir.join("g.smask");
+    let limit = ["--max-lr-states", "3"];
+    let (code, _, err) = run(&[
+        &["compile", s(&g), "--tokenizer", "bytes", "-o", s(&out)][..],
+        &limit,
+    ]
+    .concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("max_lr_states"), "{err}");
+    let (code, _, err) = run(&[&["check", s(&g)][..], &limit].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("max_lr_states"), "{err}");
+    // Within the limits, both succeed.
+    let (code, _, err) = run(&["check", s(&g)]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 11 (10): a document ending in a newline, under a grammar that `%ignore`s
+/// whitespace, is not a sentence (DESIGN.md §1: ignored lexemes only between two
+/// lexemes); `validate` said only "incomplete". It now names the rule and the terminal.
+#[test]
+fn validate_names_the_trailing_ignore_rule() {
+    let dir = scratch("trailing-ignore");
+    let g = dir.join("g.lark");
+    std::fs::write(&g, "start: \"a\" \"b\"\nWS: /[ \\n]+/\n%ignore WS\n").unwrap();
+    let art = dir.join("g.smask");
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&art)]);
+    assert_eq!(code, 0, "{err}");
+    let doc = dir.join("doc.txt");
+    std::fs::write(&doc, "a b\n").unwrap();
+    let (code, _, err) = run(&["validate", s(&art), s(&doc)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("a sentence up to byte 3"), "{err}");
+    assert!(
+        err.contains("`WS`") && err.contains("never after the last one"),
+        "{err}"
+    );
+    // Not said where it does not apply.
+    std::fs::write(&doc, "a\n").unwrap();
+    let (code, _, err) = run(&["validate", s(&art), s(&doc)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("never after the last one"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
