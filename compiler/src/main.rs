@@ -327,10 +327,7 @@ fn print_mask_stats(ms: &stackmask_formats::layout::MaskStats) {
 
 /// Writes through a temporary file and a rename, so readers never see half a file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let tmp = path.with_extension("smask.tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(())
+    Ok(stackmask_compiler::artifact::write_atomically(path, bytes)?)
 }
 
 fn inspect(path: &Path) -> Result<(), Failure> {
