@@ -94,15 +94,21 @@ impl Tokenizer {
         let path = dir.join("tokenizer.json");
         let written = std::fs::write(&path, json)
             .map_err(|e| TokenizerError::new_err(format!("{}: {e}", path.display())));
-        let loaded = written.and_then(|()| load_spec(py, &format!("hf:{}", path.display())));
+        let loaded = written.and_then(|()| {
+            py.detach(|| load_tokenizer(&format!("hf:{}", path.display())))
+                .map_err(|e| {
+                    // Name the input for what it is, not for the file it passed through.
+                    let message = e.to_string().replace(
+                        &path.display().to_string(),
+                        "<tokenizer.json text>",
+                    );
+                    TokenizerError::new_err(message)
+                })
+        });
         let _ = std::fs::remove_dir_all(&dir);
-        let t = loaded?;
-        let mut loaded = Arc::try_unwrap(t.inner).unwrap_or_else(|_| unreachable!("fresh Arc"));
-        // Name it for what it is, not for the temporary file it passed through.
+        let mut loaded = loaded?;
         "hf:<tokenizer.json text>".clone_into(&mut loaded.vocab.name);
-        Ok(Tokenizer {
-            inner: Arc::new(loaded),
-        })
+        Ok(Tokenizer::from_loaded(loaded))
     }
 
     /// An explicit vocabulary: `tokens[i]` is the bytes of token `i` (`None` for an
