@@ -39,5 +39,6 @@ fn _stackmask(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m
     )?)?;
     m.add_function(wrap_pyfunction!(apply_token_bitmask_inplace_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(matcher::_rust_fill_seconds_per_call, m)?)?;
     Ok(())
 }

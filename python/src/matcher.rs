@@ -278,3 +278,31 @@ pub fn fill_next_token_bitmask_batch(
         });
     })
 }
+
+/// Benchmark aid (`python/bench/overhead.py`): `iterations` Rust `fill_mask` calls on
+/// row `index`, timed inside Rust with the GIL released; returns the seconds per call.
+/// Compared with timing `fill_next_token_bitmask` from Python, it gives the per-call
+/// cost of the Python layer.
+#[pyfunction]
+pub fn _rust_fill_seconds_per_call(
+    py: Python<'_>,
+    mut matcher: PyRefMut<'_, Matcher>,
+    bitmask: &Bound<'_, PyAny>,
+    index: usize,
+    iterations: u32,
+) -> PyResult<f64> {
+    let session = matcher.session();
+    let rows = Rows::new(bitmask, session.engine().mask_words())?;
+    rows.check_index(index)?;
+    let words = rows.words();
+    rows.with_words(|all| {
+        let row = &mut all[index * words..(index + 1) * words];
+        py.detach(|| {
+            let started = std::time::Instant::now();
+            for _ in 0..iterations {
+                session.fill_mask(std::hint::black_box(&mut *row));
+            }
+            started.elapsed().as_secs_f64() / f64::from(iterations.max(1))
+        })
+    })
+}
