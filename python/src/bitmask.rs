@@ -207,17 +207,17 @@ pub fn apply_numpy(
                     guard = a.try_readwrite().map_err(|e| {
                         PyValueError::new_err(format!("logits are not writable: {e}"))
                     })?;
-                    guard.as_slice_mut().map_err(|_| {
-                        PyValueError::new_err("logits must be C-contiguous")
-                    })?
+                    guard
+                        .as_slice_mut()
+                        .map_err(|_| PyValueError::new_err("logits must be C-contiguous"))?
                 } else {
                     let a = logits.cast::<PyArray1<$t>>()?;
                     guard1 = a.try_readwrite().map_err(|e| {
                         PyValueError::new_err(format!("logits are not writable: {e}"))
                     })?;
-                    guard1.as_slice_mut().map_err(|_| {
-                        PyValueError::new_err("logits must be C-contiguous")
-                    })?
+                    guard1
+                        .as_slice_mut()
+                        .map_err(|_| PyValueError::new_err("logits must be C-contiguous"))?
                 };
                 py.detach(|| apply_rows(data, vocab, bits, words, &rows, <$t>::NEG_INFINITY));
                 Ok(())
@@ -225,8 +225,7 @@ pub fn apply_numpy(
         }
         if logits.cast::<PyArray2<f32>>().is_ok() || logits.cast::<PyArray1<f32>>().is_ok() {
             apply!(f32)
-        } else if logits.cast::<PyArray2<f64>>().is_ok() || logits.cast::<PyArray1<f64>>().is_ok()
-        {
+        } else if logits.cast::<PyArray2<f64>>().is_ok() || logits.cast::<PyArray1<f64>>().is_ok() {
             apply!(f64)
         } else {
             Err(dtype_error(logits, "logits", "float32 or float64"))

@@ -62,12 +62,7 @@ fn lark_regex_body(pattern: &str) -> Result<String, String> {
 
 impl Compiler {
     /// The whole compile, GIL-free: grammar text → validated engine.
-    fn build(
-        &self,
-        source: &str,
-        name: &str,
-        options: &CompileOptions,
-    ) -> Result<Engine, PyErr> {
+    fn build(&self, source: &str, name: &str, options: &CompileOptions) -> Result<Engine, PyErr> {
         let lexed = lex_grammar_source(source, name).map_err(pipeline_error)?;
         let compiled = compile_parser(&lexed, options.max_lr_states).map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
@@ -82,8 +77,8 @@ impl Compiler {
             parser_dwa: &parser_dwa,
             dwa_stats,
         };
-        let bytes = build_artifact(&compiled, &inputs)
-            .map_err(|e| build_error(BuildError::Artifact(e)))?;
+        let bytes =
+            build_artifact(&compiled, &inputs).map_err(|e| build_error(BuildError::Artifact(e)))?;
         Engine::from_bytes(AlignedBytes::from_slice(&bytes)).map_err(engine_error)
     }
 
@@ -270,4 +265,3 @@ impl Grammar {
         )
     }
 }
-

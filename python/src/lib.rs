@@ -34,10 +34,7 @@ fn _stackmask(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<grammar::Compiler>()?;
     m.add_class::<grammar::Grammar>()?;
     m.add_class::<matcher::Matcher>()?;
-    m.add_function(wrap_pyfunction!(
-        matcher::fill_next_token_bitmask_batch,
-        m
-    )?)?;
+    m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_token_bitmask_inplace_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::_rust_fill_seconds_per_call, m)?)?;
     Ok(())

@@ -98,10 +98,9 @@ impl Tokenizer {
             py.detach(|| load_tokenizer(&format!("hf:{}", path.display())))
                 .map_err(|e| {
                     // Name the input for what it is, not for the file it passed through.
-                    let message = e.to_string().replace(
-                        &path.display().to_string(),
-                        "<tokenizer.json text>",
-                    );
+                    let message = e
+                        .to_string()
+                        .replace(&path.display().to_string(), "<tokenizer.json text>");
                     TokenizerError::new_err(message)
                 })
         });
