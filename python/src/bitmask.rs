@@ -5,7 +5,7 @@
 //! the vocabulary); token `i` is bit `i % 32` of word `i / 32` (DESIGN.md §1). Words past
 //! the vocabulary are written as zeros.
 
-use numpy::{PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -40,38 +40,52 @@ fn dtype_error(obj: &Bound<'_, PyAny>, what: &str, expected: &str) -> PyErr {
     PyTypeError::new_err(format!("{what} must have dtype {expected}, got {got}"))
 }
 
-/// A bitmask as a writable 2-D int32 C-contiguous array (a 1-D array is one row).
-pub enum Rows<'py> {
-    /// `(batch, words)`.
-    Two(Bound<'py, PyArray2<i32>>),
-    /// `(words,)`.
-    One(Bound<'py, PyArray1<i32>>),
+/// Runs `f` on the elements of a C-contiguous array, holding numpy's write borrow
+/// (which refuses read-only arrays and arrays already borrowed elsewhere in Rust).
+fn with_elements<T: numpy::Element, R>(
+    arr: &Bound<'_, PyArrayDyn<T>>,
+    what: &str,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> PyResult<R> {
+    let mut rw = arr
+        .try_readwrite()
+        .map_err(|e| PyValueError::new_err(format!("{what} is not writable: {e}")))?;
+    let elements = rw
+        .as_slice_mut()
+        .map_err(|e| PyValueError::new_err(format!("{what} must be C-contiguous: {e}")))?;
+    Ok(f(elements))
+}
+
+/// `(rows, columns)` of a 1-D (one row) or 2-D array.
+fn rows_and_columns(shape: &[usize], what: &str) -> PyResult<(usize, usize)> {
+    match *shape {
+        [n] => Ok((1, n)),
+        [r, n] => Ok((r, n)),
+        _ => Err(PyValueError::new_err(format!(
+            "{what} must be 1-D or 2-D, got {} dimensions",
+            shape.len()
+        ))),
+    }
+}
+
+/// A bitmask checked for dtype (int32), dimensions (1-D is one row), C-contiguity and
+/// width.
+pub struct Rows<'py> {
+    array: Bound<'py, PyArrayDyn<i32>>,
+    rows: usize,
+    words: usize,
 }
 
 impl<'py> Rows<'py> {
-    /// Checks dtype, dimensions, contiguity and writability of a bitmask.
+    /// Checks a bitmask whose rows need at least `min_words` words.
     pub fn new(obj: &Bound<'py, PyAny>, min_words: usize) -> PyResult<Self> {
         let arr = as_numpy(obj, "bitmask")?;
-        let rows = if let Ok(a) = arr.cast::<PyArray2<i32>>() {
-            Rows::Two(a.clone())
-        } else if let Ok(a) = arr.cast::<PyArray1<i32>>() {
-            Rows::One(a.clone())
-        } else if let Ok(a) = arr.cast::<numpy::PyUntypedArray>() {
-            if a.dtype().is_equiv_to(&numpy::dtype::<i32>(arr.py())) {
-                return Err(PyValueError::new_err(format!(
-                    "bitmask must be 1-D or 2-D, got {} dimensions",
-                    a.ndim()
-                )));
-            }
-            return Err(dtype_error(&arr, "bitmask", "int32"));
-        } else {
-            return Err(dtype_error(&arr, "bitmask", "int32"));
-        };
-        let (contiguous, words) = match &rows {
-            Rows::Two(a) => (a.is_c_contiguous(), a.shape()[1]),
-            Rows::One(a) => (a.is_c_contiguous(), a.shape()[0]),
-        };
-        if !contiguous {
+        let array = arr
+            .cast::<PyArrayDyn<i32>>()
+            .map_err(|_| dtype_error(&arr, "bitmask", "int32"))?
+            .clone();
+        let (rows, words) = rows_and_columns(array.shape(), "bitmask")?;
+        if !array.is_c_contiguous() {
             return Err(PyValueError::new_err(
                 "bitmask must be C-contiguous (a row-major array, not a strided view)",
             ));
@@ -82,61 +96,34 @@ impl<'py> Rows<'py> {
                  (ceil(vocab_size / 32))"
             )));
         }
-        Ok(rows)
+        Ok(Rows { array, rows, words })
     }
 
     /// Number of rows.
     pub fn len(&self) -> usize {
-        match self {
-            Rows::Two(a) => a.shape()[0],
-            Rows::One(_) => 1,
-        }
+        self.rows
     }
 
     /// Words per row.
     pub fn words(&self) -> usize {
-        match self {
-            Rows::Two(a) => a.shape()[1],
-            Rows::One(a) => a.shape()[0],
-        }
+        self.words
     }
 
     /// Errors unless `index` is a row.
     pub fn check_index(&self, index: usize) -> PyResult<()> {
-        if index >= self.len() {
+        if index >= self.rows {
             return Err(PyValueError::new_err(format!(
                 "index {index} is out of range for a bitmask of {} rows",
-                self.len()
+                self.rows
             )));
         }
         Ok(())
     }
 
-    /// Runs `f` on the whole array as `u32` words, holding numpy's write borrow (which
-    /// refuses arrays that are read-only or already borrowed elsewhere in Rust).
+    /// Runs `f` on the whole array as `u32` words (rows one after the other).
     pub fn with_words<R>(&self, f: impl FnOnce(&mut [u32]) -> R) -> PyResult<R> {
-        let mut borrowed;
-        let mut borrowed1;
-        let slice: &mut [i32] = match self {
-            Rows::Two(a) => {
-                borrowed = a.try_readwrite().map_err(writable_error)?;
-                borrowed.as_slice_mut().map_err(contiguity_error)?
-            }
-            Rows::One(a) => {
-                borrowed1 = a.try_readwrite().map_err(writable_error)?;
-                borrowed1.as_slice_mut().map_err(contiguity_error)?
-            }
-        };
-        Ok(f(bytemuck::cast_slice_mut(slice)))
+        with_elements(&self.array, "bitmask", |w| f(bytemuck::cast_slice_mut(w)))
     }
-}
-
-fn writable_error(e: numpy::BorrowError) -> PyErr {
-    PyValueError::new_err(format!("bitmask is not writable: {e}"))
-}
-
-fn contiguity_error(e: numpy::AsSliceError) -> PyErr {
-    PyValueError::new_err(format!("bitmask must be C-contiguous: {e}"))
 }
 
 /// Sets the logits of tokens whose bit is clear to `-inf`, row by row (`rows` are the
@@ -170,21 +157,10 @@ pub fn apply_numpy(
     indices: Option<Vec<usize>>,
 ) -> PyResult<()> {
     let mask = Rows::new(bitmask, 0)?;
-    let (batch, vocab, ndim) = {
-        let a = logits.cast::<numpy::PyUntypedArray>().map_err(|_| {
-            PyTypeError::new_err("logits must be a numpy array (or a torch tensor)")
-        })?;
-        let s = a.shape();
-        match s.len() {
-            1 => (1, s[0], 1),
-            2 => (s[0], s[1], 2),
-            n => {
-                return Err(PyValueError::new_err(format!(
-                    "logits must be 1-D or 2-D, got {n} dimensions"
-                )))
-            }
-        }
-    };
+    let untyped = logits
+        .cast::<numpy::PyUntypedArray>()
+        .map_err(|_| PyTypeError::new_err("logits must be a numpy array (or a torch tensor)"))?;
+    let (batch, vocab) = rows_and_columns(untyped.shape(), "logits")?;
     if mask.len() != batch {
         return Err(PyValueError::new_err(format!(
             "logits have {batch} rows but the bitmask has {}",
@@ -196,37 +172,16 @@ pub fn apply_numpy(
         mask.check_index(r)?;
     }
     let words = mask.words();
-    mask.with_words(|bits| -> PyResult<()> {
+    mask.with_words(|bits| {
         let bits: &[u32] = bits;
-        macro_rules! apply {
-            ($t:ty) => {{
-                let mut guard;
-                let mut guard1;
-                let data: &mut [$t] = if ndim == 2 {
-                    let a = logits.cast::<PyArray2<$t>>()?;
-                    guard = a.try_readwrite().map_err(|e| {
-                        PyValueError::new_err(format!("logits are not writable: {e}"))
-                    })?;
-                    guard
-                        .as_slice_mut()
-                        .map_err(|_| PyValueError::new_err("logits must be C-contiguous"))?
-                } else {
-                    let a = logits.cast::<PyArray1<$t>>()?;
-                    guard1 = a.try_readwrite().map_err(|e| {
-                        PyValueError::new_err(format!("logits are not writable: {e}"))
-                    })?;
-                    guard1
-                        .as_slice_mut()
-                        .map_err(|_| PyValueError::new_err("logits must be C-contiguous"))?
-                };
-                py.detach(|| apply_rows(data, vocab, bits, words, &rows, <$t>::NEG_INFINITY));
-                Ok(())
-            }};
-        }
-        if logits.cast::<PyArray2<f32>>().is_ok() || logits.cast::<PyArray1<f32>>().is_ok() {
-            apply!(f32)
-        } else if logits.cast::<PyArray2<f64>>().is_ok() || logits.cast::<PyArray1<f64>>().is_ok() {
-            apply!(f64)
+        if let Ok(a) = logits.cast::<PyArrayDyn<f32>>() {
+            with_elements(a, "logits", |data| {
+                py.detach(|| apply_rows(data, vocab, bits, words, &rows, f32::NEG_INFINITY))
+            })
+        } else if let Ok(a) = logits.cast::<PyArrayDyn<f64>>() {
+            with_elements(a, "logits", |data| {
+                py.detach(|| apply_rows(data, vocab, bits, words, &rows, f64::NEG_INFINITY))
+            })
         } else {
             Err(dtype_error(logits, "logits", "float32 or float64"))
         }

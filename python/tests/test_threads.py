@@ -26,57 +26,57 @@ def trace_masks(grammar, ids):
     return out
 
 
-def test_many_threads_one_grammar(json_grammar, o200k):
-    docs = [o200k.encode(d) for d in DOCS]
-    expected = [trace_masks(json_grammar, ids) for ids in docs]
+def run_in_threads(worker, n):
+    """Runs `worker(k, errors)` on `n` threads started together; returns the errors
+    they reported (a thread cannot fail the test itself)."""
     errors = []
-    barrier = threading.Barrier(8)
+    barrier = threading.Barrier(n)
 
-    def worker(k):
+    def run(k):
         try:
             barrier.wait()
-            for rep in range(3):
-                i = (k + rep) % len(docs)
-                got = trace_masks(json_grammar, docs[i])
-                if not np.array_equal(got, expected[i]):
-                    errors.append(f"thread {k} doc {i} differs")
-        except Exception as e:  # reported below, a thread cannot fail the test itself
+            worker(k, errors)
+        except Exception as e:
             errors.append(f"thread {k}: {e!r}")
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    return errors
+
+
+def test_many_threads_one_grammar(json_grammar, o200k):
+    docs = [o200k.encode(d) for d in DOCS]
+    expected = [trace_masks(json_grammar, ids) for ids in docs]
+
+    def worker(k, errors):
+        for rep in range(3):
+            i = (k + rep) % len(docs)
+            if not np.array_equal(trace_masks(json_grammar, docs[i]), expected[i]):
+                errors.append(f"thread {k} doc {i} differs")
+
+    assert run_in_threads(worker, 8) == []
 
 
 def test_batch_fill_from_several_threads(json_grammar, o200k):
     docs = [o200k.encode(d) for d in DOCS]
-    errors = []
 
-    def worker(k):
-        try:
-            matchers = [stackmask.Matcher(json_grammar) for _ in docs]
-            for m, ids in zip(matchers, docs):
-                assert m.accept_tokens(ids[: len(ids) // 2])
-            batch = np.zeros((len(docs), json_grammar.bitmask_words), dtype=np.int32)
-            for _ in range(5):
-                stackmask.fill_next_token_bitmask_batch(matchers, batch)
-                for i, m in enumerate(matchers):
-                    row = np.zeros((1, json_grammar.bitmask_words), dtype=np.int32)
-                    m.fill_next_token_bitmask(row)
-                    if not np.array_equal(row[0], batch[i]):
-                        errors.append(f"thread {k} row {i} differs")
-        except Exception as e:
-            errors.append(f"thread {k}: {e!r}")
+    def worker(k, errors):
+        matchers = [stackmask.Matcher(json_grammar) for _ in docs]
+        for m, ids in zip(matchers, docs):
+            assert m.accept_tokens(ids[: len(ids) // 2])
+        batch = np.zeros((len(docs), json_grammar.bitmask_words), dtype=np.int32)
+        for _ in range(5):
+            stackmask.fill_next_token_bitmask_batch(matchers, batch)
+            for i, m in enumerate(matchers):
+                row = np.zeros((1, json_grammar.bitmask_words), dtype=np.int32)
+                m.fill_next_token_bitmask(row)
+                if not np.array_equal(row[0], batch[i]):
+                    errors.append(f"thread {k} row {i} differs")
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_in_threads(worker, 6) == []
 
 
 def test_a_matcher_in_use_by_another_call_is_refused_not_corrupted(json_grammar):
