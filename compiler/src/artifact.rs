@@ -9,6 +9,13 @@ use stackmask_formats::layout::{self, ArtifactMeta};
 use stackmask_formats::vocab::kind_to_code;
 use stackmask_formats::{ParserDwa, TokenTrie, Vocabulary};
 
+/// Writes artifact bytes through a temporary file and a rename, so readers (which map
+/// the file) never see half a file. The error names the file.
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    stackmask_formats::regular_file::write_atomically(path, bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// What goes into an artifact besides the compiled tables.
 pub struct ArtifactInputs<'a> {
     /// The grammar source text (hashed into the header).

@@ -479,6 +479,11 @@ impl Engine {
         self.backing.bytes().len()
     }
 
+    /// The artifact's bytes, as loaded (to save a compiled grammar to a file).
+    pub fn artifact_bytes(&self) -> &[u8] {
+        self.backing.bytes()
+    }
+
     /// Words in a mask.
     pub fn mask_words(&self) -> usize {
         (self.meta.vocab_len as usize).div_ceil(32)

@@ -1,0 +1,267 @@
+//! `Compiler` (a tokenizer's vocabulary prepared once: its token trie) and `Grammar` (a
+//! compiled artifact, in memory or memory-mapped from a file).
+//!
+//! A compile runs the same stages as `stackmask compile` (front end, LR(1) tables,
+//! Parser DWA, artifact) with the GIL released, then loads the artifact bytes through
+//! the same validating loader as a file, so a compiled and a loaded grammar behave the
+//! same.
+
+use crate::errors::{build_error, compile_error, engine_error, pipeline_error, ArtifactError};
+use crate::tokenizer::{LoadedVocab, Tokenizer};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use stackmask_compiler::artifact::{build_artifact, write_atomically, ArtifactInputs};
+use stackmask_compiler::pipeline::{
+    compile_mask, compile_parser, lex_grammar_source, BuildError, CompileOptions,
+};
+use stackmask_compiler::vocab::build_trie;
+use stackmask_formats::artifact::AlignedBytes;
+use stackmask_formats::TokenTrie;
+use stackmask_runtime::Engine;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Compiles grammars for one tokenizer; the vocabulary's token trie is built once.
+#[pyclass(module = "stackmask", frozen)]
+pub struct Compiler {
+    vocab: Arc<LoadedVocab>,
+    trie: Arc<TokenTrie>,
+}
+
+/// A compiled grammar for one vocabulary; matchers share it (it is immutable).
+#[pyclass(module = "stackmask", frozen)]
+pub struct Grammar {
+    /// The loaded artifact.
+    pub engine: Arc<Engine>,
+    compile_seconds: Option<f64>,
+}
+
+/// Turns a literal regex into the body of a Lark regex literal `/.../`: a `/` that is
+/// not already escaped closes the literal in Lark, so it is escaped; line breaks are
+/// written as escapes (a literal may not span lines without the `x` flag).
+fn lark_regex_body(pattern: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let next = chars
+                    .next()
+                    .ok_or_else(|| "the regex ends with a lone backslash".to_string())?;
+                out.push('\\');
+                out.push(next);
+            }
+            '/' => out.push_str("\\/"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+impl Compiler {
+    /// The whole compile, GIL-free: grammar text → validated engine.
+    fn build(&self, source: &str, name: &str, options: &CompileOptions) -> Result<Engine, PyErr> {
+        let lexed = lex_grammar_source(source, name).map_err(pipeline_error)?;
+        let compiled = compile_parser(&lexed, options.max_lr_states).map_err(compile_error)?;
+        let vocab = &self.vocab.vocab;
+        let (parser_dwa, dwa_stats) =
+            compile_mask(&compiled, vocab, &self.trie, options).map_err(compile_error)?;
+        let inputs = ArtifactInputs {
+            grammar_source: source,
+            grammar_name: name,
+            tokenizer: &vocab.name,
+            vocab,
+            trie: &self.trie,
+            parser_dwa: &parser_dwa,
+            dwa_stats,
+        };
+        let bytes =
+            build_artifact(&compiled, &inputs).map_err(|e| build_error(BuildError::Artifact(e)))?;
+        Engine::from_bytes(AlignedBytes::from_slice(&bytes)).map_err(engine_error)
+    }
+
+    fn compile(
+        &self,
+        py: Python<'_>,
+        source: &str,
+        name: &str,
+        options: CompileOptions,
+    ) -> PyResult<Grammar> {
+        let started = Instant::now();
+        let engine = py.detach(|| self.build(source, name, &options))?;
+        Ok(Grammar {
+            engine: Arc::new(engine),
+            compile_seconds: Some(started.elapsed().as_secs_f64()),
+        })
+    }
+}
+
+/// Compile limits from keyword arguments (`None` keeps the default).
+fn options(
+    max_lr_states: Option<usize>,
+    max_dwa_states: Option<usize>,
+    max_weight_bytes: Option<usize>,
+) -> CompileOptions {
+    let mut o = CompileOptions::default();
+    if let Some(v) = max_lr_states {
+        o.max_lr_states = v;
+    }
+    if let Some(v) = max_dwa_states {
+        o.dwa.max_states = v;
+    }
+    if let Some(v) = max_weight_bytes {
+        o.dwa.max_weight_bytes = v;
+    }
+    o
+}
+
+#[pymethods]
+impl Compiler {
+    /// Prepares `tokenizer`'s vocabulary (its token trie) for compiling; releases the GIL.
+    #[new]
+    fn new(py: Python<'_>, tokenizer: &Tokenizer) -> Self {
+        let vocab = tokenizer.inner.clone();
+        let trie = py.detach(|| build_trie(&vocab.vocab));
+        Compiler {
+            vocab,
+            trie: Arc::new(trie),
+        }
+    }
+
+    /// Compiles a Lark grammar (`name` appears in error locations). The GIL is released.
+    /// Limits end in `CompileLimitError` naming the limit.
+    #[pyo3(signature = (source, name = "<grammar>", *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None))]
+    fn compile_lark(
+        &self,
+        py: Python<'_>,
+        source: &str,
+        name: &str,
+        max_lr_states: Option<usize>,
+        max_dwa_states: Option<usize>,
+        max_weight_bytes: Option<usize>,
+    ) -> PyResult<Grammar> {
+        let o = options(max_lr_states, max_dwa_states, max_weight_bytes);
+        self.compile(py, source, name, o)
+    }
+
+    /// Compiles a regex (Python `re` syntax, as in a Lark regex literal; flags go inline,
+    /// e.g. `(?i)`): the sentences are the strings the regex matches in full. It must not
+    /// match the empty string.
+    #[pyo3(signature = (pattern, *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None))]
+    fn compile_regex(
+        &self,
+        py: Python<'_>,
+        pattern: &str,
+        max_lr_states: Option<usize>,
+        max_dwa_states: Option<usize>,
+        max_weight_bytes: Option<usize>,
+    ) -> PyResult<Grammar> {
+        let body = lark_regex_body(pattern)
+            .map_err(|m| crate::errors::GrammarError::new_err(format!("<regex>: {m}")))?;
+        let source = format!("start: /{body}/\n");
+        let o = options(max_lr_states, max_dwa_states, max_weight_bytes);
+        self.compile(py, &source, "<regex>", o)
+    }
+
+    /// Loads an artifact file (memory-mapped) compiled for this compiler's vocabulary.
+    fn load(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<Grammar> {
+        load_checked(py, &path, &self.vocab.vocab)
+    }
+
+    /// The tokenizer's vocabulary size.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.vocab.vocab.len()
+    }
+}
+
+/// Maps `path` and checks that it was compiled for `vocab`.
+fn load_checked(
+    py: Python<'_>,
+    path: &std::path::Path,
+    vocab: &stackmask_formats::Vocabulary,
+) -> PyResult<Grammar> {
+    let engine = py.detach(|| {
+        let engine = Engine::load(path)?;
+        engine.expect_vocabulary(vocab.content_hash())?;
+        Ok::<_, stackmask_runtime::EngineError>(engine)
+    });
+    Ok(Grammar {
+        engine: Arc::new(engine.map_err(engine_error)?),
+        compile_seconds: None,
+    })
+}
+
+#[pymethods]
+impl Grammar {
+    /// Loads an artifact file (memory-mapped, every section validated) and checks that
+    /// it was compiled for `tokenizer`'s vocabulary.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: std::path::PathBuf, tokenizer: &Tokenizer) -> PyResult<Self> {
+        load_checked(py, &path, tokenizer.vocab())
+    }
+
+    /// Writes the artifact to `path` (through a temporary file and a rename).
+    fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        py.detach(|| write_atomically(&path, self.engine.artifact_bytes()))
+            .map_err(ArtifactError::new_err)
+    }
+
+    /// Number of token ids of the vocabulary.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.engine.meta().vocab_len as usize
+    }
+
+    /// int32 words per bitmask row: `ceil(vocab_size / 32)`.
+    #[getter]
+    fn bitmask_words(&self) -> usize {
+        self.engine.mask_words()
+    }
+
+    /// The end-of-sequence token id.
+    #[getter]
+    fn eos_id(&self) -> u32 {
+        self.engine.meta().eos
+    }
+
+    /// Sizes of the compiled grammar, as a dict.
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.engine.meta();
+        let ms = &m.mask_stats;
+        let d = PyDict::new(py);
+        d.set_item("grammar_name", &m.grammar_name)?;
+        d.set_item("tokenizer", &m.tokenizer)?;
+        d.set_item("vocab_size", m.vocab_len)?;
+        d.set_item("eos_id", m.eos)?;
+        d.set_item("terminals", m.num_terminals)?;
+        d.set_item("nonterminals", m.num_nonterminals)?;
+        d.set_item("lr_states", m.num_states)?;
+        d.set_item("lr_conflicts", m.conflicts)?;
+        d.set_item("lexer_configs", m.lexer_configs)?;
+        d.set_item("boundaries", ms.boundaries)?;
+        d.set_item("fallback_boundaries", ms.fallback_boundaries)?;
+        d.set_item("token_classes", ms.token_classes)?;
+        d.set_item("terminal_dwa_states", ms.terminal_dwa_states)?;
+        d.set_item("parser_dwa_states", ms.parser_dwa_states)?;
+        d.set_item("parser_dwa_transitions", ms.parser_dwa_transitions)?;
+        d.set_item("token_sets", ms.weights)?;
+        d.set_item("token_set_bytes", ms.weight_bytes)?;
+        d.set_item("artifact_bytes", self.engine.artifact_len())?;
+        d.set_item("grammar_hash", self.engine.grammar_hash())?;
+        d.set_item("vocab_hash", self.engine.vocab_hash())?;
+        d.set_item("compile_seconds", self.compile_seconds)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        let m = self.engine.meta();
+        format!(
+            "Grammar(name={:?}, tokenizer={:?}, vocab_size={})",
+            m.grammar_name, m.tokenizer, m.vocab_len
+        )
+    }
+}

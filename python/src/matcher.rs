@@ -1,0 +1,308 @@
+//! `Matcher`: one decoding session over a `Grammar`, with the operations serving stacks
+//! call per request (accept, validate, rollback, fill a bitmask row, jump-forward).
+//!
+//! Every commit goes through the runtime's `Matcher`, which leaves its state unchanged
+//! when a token is rejected; mask calls release the GIL, and the batch fill runs rows in
+//! parallel on rayon's pool.
+
+use crate::bitmask::Rows;
+use crate::errors::{match_error, InvalidTokenError};
+use crate::grammar::Grammar;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rayon::prelude::*;
+use stackmask_runtime::{MatchError, Matcher as Session};
+use std::sync::{Mutex, PoisonError};
+
+/// Forced bytes are computed one byte at a time; a grammar that forces more than this
+/// many bytes in a row gets the first ones (the next call continues).
+const MAX_FORCED_BYTES: usize = 1 << 16;
+
+/// A decoding session: the committed text so far and what may come next.
+#[pyclass(module = "stackmask")]
+pub struct Matcher {
+    // Python objects may be shared between threads, so a pyclass must be `Sync`; the
+    // runtime's matcher keeps scratch buffers in a `RefCell` and is only `Send`. Every
+    // method takes `&mut self` (PyO3's borrow flag makes that exclusive), so the mutex
+    // is reached with `get_mut` and never locked.
+    inner: Mutex<Session>,
+}
+
+impl Matcher {
+    fn from_session(s: Session) -> Self {
+        Matcher {
+            inner: Mutex::new(s),
+        }
+    }
+
+    /// The runtime matcher (no locking: `&mut self` is exclusive).
+    fn session(&mut self) -> &mut Session {
+        // A panic inside a mask call cannot leave the session half-updated in a way that
+        // matters more than the panic itself, which Python already saw as an exception.
+        self.inner.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Commits a token: `Ok(false)` for a rejection (state unchanged), an error for an
+    /// id outside the vocabulary.
+    fn commit(&mut self, token: u32) -> PyResult<bool> {
+        match self.session().commit(token) {
+            Ok(()) => Ok(true),
+            Err(MatchError::UnknownToken(_)) => Err(InvalidTokenError::new_err(format!(
+                "token {token} is not in the vocabulary ({} tokens)",
+                self.session().engine().meta().vocab_len
+            ))),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Commits `tokens` in order until the first rejection; returns how many were
+    /// committed, and the error if an id outside the vocabulary stopped it. The caller
+    /// decides whether to keep them.
+    fn commit_prefix(&mut self, tokens: &[u32]) -> (usize, PyResult<()>) {
+        for (i, &t) in tokens.iter().enumerate() {
+            match self.commit(t) {
+                Ok(true) => {}
+                Ok(false) => return (i, Ok(())),
+                Err(e) => return (i, Err(e)),
+            }
+        }
+        (tokens.len(), Ok(()))
+    }
+
+    /// Undoes `n` commits this binding just made (cannot fail: they were made).
+    fn undo(&mut self, n: usize) {
+        self.session()
+            .rollback(n)
+            .expect("rolling back commits just made");
+    }
+}
+
+#[pymethods]
+impl Matcher {
+    /// A matcher at the start of input.
+    #[new]
+    fn new(grammar: &Grammar) -> Self {
+        Matcher::from_session(Session::new(grammar.engine.clone()))
+    }
+
+    /// Commits token `id`. Returns `False` (and changes nothing) if the grammar does not
+    /// allow it here, if it is a special token other than EOS, or after EOS; raises
+    /// `InvalidTokenError` for an id outside the vocabulary. EOS is accepted when the
+    /// text so far is complete, and terminates the matcher.
+    fn accept_token(&mut self, id: u32) -> PyResult<bool> {
+        self.commit(id)
+    }
+
+    /// Commits all of `ids` or none: returns `False` and changes nothing if any is
+    /// rejected.
+    fn accept_tokens(&mut self, ids: Vec<u32>) -> PyResult<bool> {
+        let (n, status) = self.commit_prefix(&ids);
+        if n < ids.len() {
+            self.undo(n);
+        }
+        status.map(|()| n == ids.len())
+    }
+
+    /// Commits raw bytes (forced text, a jump-forward): all or nothing. Counts as one
+    /// commit for `rollback`.
+    fn accept_bytes(&mut self, data: &[u8]) -> bool {
+        self.session().commit_bytes(data).is_ok()
+    }
+
+    /// How many of `ids`, from the first, would be accepted in a row (speculative
+    /// decoding); the matcher is unchanged afterwards.
+    fn validate_tokens(&mut self, ids: Vec<u32>) -> PyResult<usize> {
+        let (n, status) = self.commit_prefix(&ids);
+        self.undo(n);
+        status.map(|()| n)
+    }
+
+    /// Undoes the last `n` accepted tokens (or `accept_bytes` calls); raises
+    /// `RollbackError` if fewer were made. Rolling back EOS un-terminates.
+    fn rollback(&mut self, n: usize) -> PyResult<()> {
+        self.session().rollback(n).map_err(match_error)
+    }
+
+    /// Writes the allowed next tokens into row `index` of `bitmask` (int32, shape
+    /// `(batch, words)` or `(words,)`, C-contiguous, numpy or CPU torch tensor; no copy).
+    /// Bit `i % 32` of word `i / 32` is token `i`. The GIL is released while filling.
+    #[pyo3(signature = (bitmask, index = 0))]
+    fn fill_next_token_bitmask(
+        &mut self,
+        py: Python<'_>,
+        bitmask: &Bound<'_, PyAny>,
+        index: usize,
+    ) -> PyResult<()> {
+        let rows = Rows::new(bitmask, self.session().engine().mask_words())?;
+        rows.check_index(index)?;
+        let words = rows.words();
+        let session = self.session();
+        rows.with_words(|all| {
+            let row = &mut all[index * words..(index + 1) * words];
+            py.detach(|| session.fill_mask(row));
+        })
+    }
+
+    /// Whether the text so far is a complete sentence (EOS would be accepted).
+    fn is_accepting(&mut self) -> bool {
+        self.session().is_accepting()
+    }
+
+    /// Whether EOS has been accepted (nothing more can be).
+    fn is_terminated(&mut self) -> bool {
+        self.session().is_finished()
+    }
+
+    /// Back to the start of input (buffers are kept).
+    fn reset(&mut self) {
+        self.session().reset();
+    }
+
+    /// An independent copy of this matcher (same grammar, same history).
+    fn copy(&mut self) -> Self {
+        Matcher::from_session(self.session().clone())
+    }
+
+    fn __copy__(&mut self) -> Self {
+        self.copy()
+    }
+
+    fn __deepcopy__(&mut self, _memo: &Bound<'_, PyAny>) -> Self {
+        self.copy()
+    }
+
+    /// The jump-forward text: the bytes every continuation must start with (empty when
+    /// the text so far is complete, i.e. EOS is possible, or after EOS). The matcher is
+    /// unchanged; commit them with `accept_bytes` to skip ahead.
+    fn forced_bytes<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let session = self.session();
+        let forced = py.detach(|| {
+            let mut out = Vec::new();
+            if session.is_finished() {
+                return out;
+            }
+            while out.len() < MAX_FORCED_BYTES && !session.is_accepting() {
+                let mut only = None;
+                for b in 0..=255u8 {
+                    if session.accepts_bytes(&[b]) {
+                        if only.is_some() {
+                            only = None;
+                            break;
+                        }
+                        only = Some(b);
+                    }
+                }
+                let Some(b) = only else { break };
+                session
+                    .commit_bytes(&[b])
+                    .expect("a byte accepts_bytes allowed");
+                out.push(b);
+            }
+            session
+                .rollback(out.len())
+                .expect("rolling back commits just made");
+            out
+        });
+        PyBytes::new(py, &forced)
+    }
+
+    /// Number of bytes committed so far.
+    #[getter]
+    fn bytes_consumed(&mut self) -> usize {
+        self.session().bytes_consumed()
+    }
+
+    fn __repr__(&mut self) -> String {
+        format!(
+            "Matcher(bytes_consumed={}, accepting={}, terminated={})",
+            self.session().bytes_consumed(),
+            self.session().is_accepting(),
+            self.session().is_finished()
+        )
+    }
+}
+
+/// Fills row `indices[i]` of `bitmask` for `matchers[i]`, all rows in parallel (rayon)
+/// with the GIL released. A matcher may appear only once.
+#[pyfunction]
+#[pyo3(signature = (matchers, bitmask, indices = None))]
+pub fn fill_next_token_bitmask_batch(
+    py: Python<'_>,
+    matchers: Vec<Bound<'_, Matcher>>,
+    bitmask: &Bound<'_, PyAny>,
+    indices: Option<Vec<usize>>,
+) -> PyResult<()> {
+    let indices = indices.unwrap_or_else(|| (0..matchers.len()).collect());
+    if indices.len() != matchers.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} matchers but {} indices",
+            matchers.len(),
+            indices.len()
+        )));
+    }
+    let min_words = matchers
+        .iter()
+        .map(|m| m.borrow_mut().session().engine().mask_words())
+        .max()
+        .unwrap_or(0);
+    let rows = Rows::new(bitmask, min_words)?;
+    let mut seen = vec![false; rows.len()];
+    for &i in &indices {
+        rows.check_index(i)?;
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(PyValueError::new_err(format!(
+                "row {i} appears twice in indices"
+            )));
+        }
+    }
+    let mut guards = Vec::with_capacity(matchers.len());
+    for m in &matchers {
+        guards.push(m.try_borrow_mut().map_err(|_| {
+            PyValueError::new_err(
+                "a matcher appears twice in the batch (or is in use by another thread)",
+            )
+        })?);
+    }
+    let words = rows.words();
+    rows.with_words(|all| {
+        let mut slots: Vec<Option<&mut [u32]>> = all.chunks_mut(words).map(Some).collect();
+        let mut work: Vec<(&mut Session, &mut [u32])> = guards
+            .iter_mut()
+            .zip(&indices)
+            .map(|(g, &i)| (g.session(), slots[i].take().expect("indices are distinct")))
+            .collect();
+        py.detach(|| {
+            work.par_iter_mut()
+                .for_each(|(session, row)| session.fill_mask(row))
+        });
+    })
+}
+
+/// Benchmark aid (`python/bench/overhead.py`): `iterations` Rust `fill_mask` calls on
+/// row `index`, timed inside Rust with the GIL released; returns the seconds per call.
+/// Compared with timing `fill_next_token_bitmask` from Python, it gives the per-call
+/// cost of the Python layer.
+#[pyfunction]
+pub fn _rust_fill_seconds_per_call(
+    py: Python<'_>,
+    mut matcher: PyRefMut<'_, Matcher>,
+    bitmask: &Bound<'_, PyAny>,
+    index: usize,
+    iterations: u32,
+) -> PyResult<f64> {
+    let session = matcher.session();
+    let rows = Rows::new(bitmask, session.engine().mask_words())?;
+    rows.check_index(index)?;
+    let words = rows.words();
+    rows.with_words(|all| {
+        let row = &mut all[index * words..(index + 1) * words];
+        py.detach(|| {
+            let started = std::time::Instant::now();
+            for _ in 0..iterations {
+                session.fill_mask(std::hint::black_box(&mut *row));
+            }
+            started.elapsed().as_secs_f64() / f64::from(iterations.max(1))
+        })
+    })
+}

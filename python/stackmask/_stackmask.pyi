@@ -1,0 +1,165 @@
+"""Type stubs of the compiled extension (re-exported by ``stackmask``)."""
+
+from os import PathLike
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+_Path = Union[str, PathLike[str]]
+
+class StackmaskError(Exception):
+    """Base class of every error stackmask raises."""
+
+class GrammarError(StackmaskError):
+    """Invalid grammar or regex, or an unsupported feature; message ``name:line:col: ...``."""
+
+    source_name: str
+    line: int
+    col: int
+
+class CompileLimitError(StackmaskError):
+    """A compile hit a limit; the message names it (e.g. ``max_lr_states``)."""
+
+class TokenizerError(StackmaskError):
+    """A tokenizer could not be loaded, or a text could not be encoded."""
+
+class ArtifactError(StackmaskError):
+    """Unreadable, truncated or corrupted artifact, or one compiled for another vocabulary."""
+
+class InvalidTokenError(StackmaskError):
+    """A token id outside the vocabulary."""
+
+class RollbackError(StackmaskError):
+    """``rollback(n)`` with more commits than were made."""
+
+class Tokenizer:
+    """A tokenizer's vocabulary (token id -> bytes and kind) and, when loaded from a real
+    tokenizer, its canonical encoder."""
+
+    @staticmethod
+    def from_tiktoken(name: str) -> "Tokenizer":
+        """``"o200k_base"`` or ``"cl100k_base"`` (built in, offline)."""
+    @staticmethod
+    def from_hf_file(path: _Path) -> "Tokenizer":
+        """A Hugging Face ``tokenizer.json`` (or a directory holding one)."""
+    @staticmethod
+    def from_hf_json(json: str) -> "Tokenizer":
+        """A Hugging Face tokenizer from its ``tokenizer.json`` text."""
+    @staticmethod
+    def from_tokens(
+        tokens: Sequence[Optional[bytes]],
+        eos_id: int,
+        special_ids: Sequence[int] = ...,
+        name: str = "explicit",
+    ) -> "Tokenizer":
+        """An explicit vocabulary: ``tokens[i]`` is token ``i``'s bytes (``None``: unused)."""
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids."""
+    @property
+    def eos_id(self) -> int:
+        """The end-of-sequence token id."""
+    @property
+    def name(self) -> str:
+        """The tokenizer's spec (``tiktoken:o200k_base``, ``hf:...``, ``explicit``)."""
+    @property
+    def vocab_hash(self) -> int:
+        """Hash of everything a mask depends on; checked when an artifact is loaded."""
+    def token_bytes(self, id: int) -> bytes:
+        """The bytes of token ``id``."""
+    def is_special(self, id: int) -> bool:
+        """Whether token ``id`` is special (never text; EOS is special)."""
+    def encode(self, text: Union[str, bytes]) -> List[int]:
+        """Canonical tokenization, without special tokens."""
+    def decode(self, ids: Sequence[int]) -> bytes:
+        """Concatenated bytes of ``ids``."""
+
+class Compiler:
+    """Compiles grammars for one tokenizer (its token trie is built once)."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None: ...
+    def compile_lark(
+        self,
+        source: str,
+        name: str = "<grammar>",
+        *,
+        max_lr_states: Optional[int] = None,
+        max_dwa_states: Optional[int] = None,
+        max_weight_bytes: Optional[int] = None,
+    ) -> "Grammar":
+        """Compiles a Lark grammar (GIL released)."""
+    def compile_regex(
+        self,
+        pattern: str,
+        *,
+        max_lr_states: Optional[int] = None,
+        max_dwa_states: Optional[int] = None,
+        max_weight_bytes: Optional[int] = None,
+    ) -> "Grammar":
+        """Compiles a regex that the whole output must match (GIL released)."""
+    def load(self, path: _Path) -> "Grammar":
+        """Maps an artifact compiled for this vocabulary."""
+    @property
+    def vocab_size(self) -> int:
+        """The tokenizer's vocabulary size."""
+
+class Grammar:
+    """A compiled grammar for one vocabulary, shared by matchers."""
+
+    @staticmethod
+    def load(path: _Path, tokenizer: Tokenizer) -> "Grammar":
+        """Maps an artifact and checks it was compiled for ``tokenizer``."""
+    def save(self, path: _Path) -> None:
+        """Writes the artifact (temporary file + rename)."""
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids."""
+    @property
+    def bitmask_words(self) -> int:
+        """int32 words per bitmask row."""
+    @property
+    def eos_id(self) -> int:
+        """The EOS token id."""
+    @property
+    def stats(self) -> Dict[str, Any]:
+        """Sizes of the compiled grammar."""
+
+class Matcher:
+    """One decoding session over a :class:`Grammar`."""
+
+    def __init__(self, grammar: Grammar) -> None: ...
+    def accept_token(self, id: int) -> bool:
+        """Commits a token; ``False`` (state unchanged) if rejected."""
+    def accept_tokens(self, ids: Sequence[int]) -> bool:
+        """Commits all of ``ids`` or none."""
+    def accept_bytes(self, data: bytes) -> bool:
+        """Commits raw bytes, all or nothing (one rollback step)."""
+    def validate_tokens(self, ids: Sequence[int]) -> int:
+        """How many of ``ids`` would be accepted in a row; state unchanged."""
+    def rollback(self, n: int) -> None:
+        """Undoes the last ``n`` commits."""
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
+        """Writes the allowed next tokens into row ``index`` of an int32 bitmask."""
+    def is_accepting(self) -> bool:
+        """Whether the text so far is complete (EOS allowed)."""
+    def is_terminated(self) -> bool:
+        """Whether EOS was accepted."""
+    def reset(self) -> None:
+        """Back to the start."""
+    def copy(self) -> "Matcher":
+        """An independent copy."""
+    def __copy__(self) -> "Matcher": ...
+    def __deepcopy__(self, memo: Any) -> "Matcher": ...
+    def forced_bytes(self) -> bytes:
+        """The bytes every continuation must start with (jump-forward)."""
+    @property
+    def bytes_consumed(self) -> int:
+        """Bytes committed so far."""
+
+def fill_next_token_bitmask_batch(
+    matchers: Sequence[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None
+) -> None:
+    """Fills row ``indices[i]`` for ``matchers[i]`` in parallel, GIL released."""
+
+def apply_token_bitmask_inplace_numpy(
+    logits: Any, bitmask: Any, indices: Optional[Sequence[int]] = None
+) -> None:
+    """numpy implementation of :func:`stackmask.apply_token_bitmask_inplace`."""

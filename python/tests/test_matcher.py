@@ -1,0 +1,175 @@
+"""Matcher operations, their error cases, and masks checked against the commit oracle."""
+
+import copy
+
+import numpy as np
+import pytest
+
+import stackmask
+from conftest import commit_oracle, mask_bits
+
+
+def fill(m: stackmask.Matcher, vocab_size: int) -> list:
+    bm = stackmask.allocate_token_bitmask(1, vocab_size)
+    m.fill_next_token_bitmask(bm)
+    return list(mask_bits(bm[0], vocab_size))
+
+
+def test_expr_masks_equal_the_commit_oracle_step_by_step(expr_grammar, small_tokenizer):
+    v = expr_grammar.vocab_size
+    # "(12 + 1) * -(1)" through multi-byte tokens: "(1" "2" " " "+1" ")" " * " "-(" "1)"
+    tokens = [ord("("), 256, ord(" "), ord("+"), ord(" "), ord("1"), ord(")"), 259, 263, 260]
+    assert small_tokenizer.decode(tokens) == b"(12 + 1) * -(1)"
+    m = stackmask.Matcher(expr_grammar)
+    for t in tokens:
+        mask = fill(m, v)
+        assert mask == list(commit_oracle(m, v))
+        assert t in mask
+        assert 301 not in mask and 302 not in mask  # control token, unused id
+        assert m.accept_token(t)
+    assert m.is_accepting()
+    assert fill(m, v) == list(commit_oracle(m, v))
+    assert 300 in fill(m, v)
+    assert m.accept_token(300)
+    assert m.is_terminated()
+    assert fill(m, v) == []
+
+
+def test_rejected_token_leaves_the_matcher_unchanged(expr_grammar):
+    v = expr_grammar.vocab_size
+    m = stackmask.Matcher(expr_grammar)
+    assert m.accept_tokens([ord("("), ord("1")])
+    before = fill(m, v)
+    consumed = m.bytes_consumed
+    for bad in [ord("("), ord("x"), 300, 301, 302]:  # ( after 1, junk, EOS, control, unused
+        assert not m.accept_token(bad)
+        assert m.bytes_consumed == consumed
+        assert fill(m, v) == before
+    assert not m.accept_bytes(b"1x")
+    assert not m.accept_tokens([ord("+"), ord("x")])
+    assert m.bytes_consumed == consumed and fill(m, v) == before
+    with pytest.raises(stackmask.InvalidTokenError, match="303"):
+        m.accept_token(303)
+    with pytest.raises(stackmask.InvalidTokenError):
+        m.accept_tokens([ord("+"), 10**9])
+    with pytest.raises(OverflowError):
+        m.accept_token(-1)
+    assert m.bytes_consumed == consumed and fill(m, v) == before
+
+
+def test_validate_rollback_reset_copy(expr_grammar):
+    v = expr_grammar.vocab_size
+    m = stackmask.Matcher(expr_grammar)
+    start = fill(m, v)
+    draft = [ord("1"), ord("+"), ord("2"), ord(")"), ord("3")]
+    assert m.validate_tokens(draft) == 3
+    assert m.bytes_consumed == 0 and fill(m, v) == start
+    assert m.validate_tokens([]) == 0
+    with pytest.raises(stackmask.InvalidTokenError):
+        m.validate_tokens([ord("1"), 999])
+    assert m.bytes_consumed == 0 and fill(m, v) == start
+
+    assert m.accept_tokens(draft[:3])
+    after3 = fill(m, v)
+    c = m.copy()
+    c2 = copy.deepcopy(m)
+    m.rollback(2)
+    assert m.bytes_consumed == 1
+    assert c.bytes_consumed == 3 and fill(c, v) == after3 and fill(c2, v) == after3
+    with pytest.raises(stackmask.RollbackError, match="only 1"):
+        m.rollback(2)
+    m.rollback(0)
+    m.rollback(1)
+    assert fill(m, v) == start
+    assert m.accept_tokens(draft[:3])
+    assert m.accept_token(300) and m.is_terminated()
+    assert not m.accept_token(ord("1"))  # nothing after EOS
+    m.rollback(1)
+    assert not m.is_terminated() and fill(m, v) == after3
+    m.reset()
+    assert m.bytes_consumed == 0 and fill(m, v) == start and not m.is_accepting()
+
+
+def test_accept_bytes_is_one_rollback_step(expr_grammar):
+    m = stackmask.Matcher(expr_grammar)
+    assert m.accept_bytes(b"(1 + 2")
+    assert m.accept_token(ord(")"))
+    m.rollback(1)
+    assert m.bytes_consumed == 6
+    m.rollback(1)
+    assert m.bytes_consumed == 0
+
+
+def test_forced_bytes_json(json_grammar, o200k):
+    m = stackmask.Matcher(json_grammar)
+    assert m.forced_bytes() == b""
+    assert m.accept_bytes(b"tr")
+    assert m.forced_bytes() == b"ue"
+    assert m.bytes_consumed == 2  # unchanged
+    assert m.accept_bytes(m.forced_bytes())
+    assert m.is_accepting() and m.forced_bytes() == b""
+    m.reset()
+    assert m.accept_bytes(b'{"a": nu')
+    assert m.forced_bytes() == b"ll"
+    assert m.accept_token(o200k.encode("ll")[0])
+    assert m.forced_bytes() == b""  # "," or "}" or whitespace may follow
+
+
+def test_forced_bytes_after_eos_is_empty(expr_grammar):
+    m = stackmask.Matcher(expr_grammar)
+    assert m.accept_tokens([ord("1"), 300])
+    assert m.forced_bytes() == b""
+
+
+def test_regex_forced_bytes(small_tokenizer):
+    g = stackmask.Compiler(small_tokenizer).compile_regex(r"abc(d|e)fg")
+    m = stackmask.Matcher(g)
+    assert m.forced_bytes() == b"abc"
+    assert m.accept_bytes(b"abcd")
+    assert m.forced_bytes() == b"fg"
+
+
+def test_speculative_decoding_masks_equal_a_fresh_matchers(json_grammar, o200k):
+    """Draft k tokens (some wrong), validate, accept the valid prefix, roll back part of
+    it now and then: at every step the mask equals that of a fresh matcher fed the
+    accepted tokens so far."""
+    text = '{"name": "stackmask", "tags": ["a", "b"], "n": -1.5e3, "ok": [true, null]}'
+    target = o200k.encode(text)
+    v = json_grammar.vocab_size
+    rng = np.random.default_rng(0)
+    m = stackmask.Matcher(json_grammar)
+    accepted: list = []
+    bm = stackmask.allocate_token_bitmask(2, v)
+    steps = 0
+    while len(accepted) < len(target):
+        pos = len(accepted)
+        k = int(rng.integers(1, 5))
+        draft = list(target[pos : pos + k])
+        if rng.random() < 0.5 and len(draft) > 1:
+            draft[-1] = o200k.encode("}}}")[0]  # a wrong guess at the end
+        n = m.validate_tokens(draft)
+        assert n <= len(draft)
+        # The target model keeps the drafted tokens up to its first disagreement; every
+        # token of the real document is valid, so the grammar allows at least those.
+        agree = 0
+        while agree < len(draft) and draft[agree] == target[pos + agree]:
+            agree += 1
+        assert n >= agree
+        assert m.accept_tokens(draft[:agree])
+        accepted += draft[:agree]
+        n = agree
+        if n == 0:
+            assert m.accept_token(target[pos])
+            accepted.append(target[pos])
+        if rng.random() < 0.3 and len(accepted) > 2:
+            back = int(rng.integers(1, 3))
+            m.rollback(back)
+            del accepted[-back:]
+        fresh = stackmask.Matcher(json_grammar)
+        assert fresh.accept_tokens(accepted)
+        m.fill_next_token_bitmask(bm, 0)
+        fresh.fill_next_token_bitmask(bm, 1)
+        assert np.array_equal(bm[0], bm[1]), f"step {steps}"
+        steps += 1
+    assert m.is_accepting() and m.accept_token(o200k.eos_id) and m.is_terminated()
+    assert steps > 5
