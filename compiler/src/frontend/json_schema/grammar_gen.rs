@@ -106,13 +106,7 @@ impl<'a> Generator<'a> {
             ignore,
             allow_initial_skip: false,
         };
-        let grammar = prune(grammar).ok_or_else(|| {
-            issue(
-                "#",
-                None,
-                "the schema accepts no JSON value this front end can write",
-            )
-        })?;
+        let grammar = prune(grammar).unwrap_or_else(|| empty_language(source_name));
         Ok((grammar, self.diags.warnings))
     }
 
@@ -226,6 +220,28 @@ impl<'a> Generator<'a> {
                     Some(k),
                     "unknown keyword: no effect (JSON Schema ignores unknown keywords)",
                 )),
+            }
+        }
+        if self.opts.draft == Draft::Draft7 {
+            for k in ["contentMediaType", "contentEncoding"] {
+                if m.contains_key(k) {
+                    self.diags.unsupported(
+                        &child(ptr, k),
+                        k,
+                        "draft 7 lets validators assert content; decoding content is not supported",
+                    )?;
+                }
+            }
+        }
+        if ptr == "#" {
+            if let Some(Value::String(s)) = m.get("$schema") {
+                if !s.contains("json-schema.org/") {
+                    self.diags.unsupported(
+                        &child(ptr, "$schema"),
+                        "$schema",
+                        format!("meta-schema `{s}` (custom vocabularies are not supported)"),
+                    )?;
+                }
             }
         }
         if m.contains_key("if") && (m.contains_key("then") || m.contains_key("else")) {
@@ -402,6 +418,22 @@ impl<'a> Generator<'a> {
                         let s = self.lit(b);
                         self.rule(nt, vec![s]);
                     }
+                }
+                "number" if not_types.iter().any(|x| x == "integer") => {
+                    // Numbers that are not integers: a nonzero fraction and no exponent
+                    // (whether `1.5e1` is integral is not a regular property).
+                    if m.keys().any(|k| {
+                        matches!(k.as_str(), "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf")
+                    }) {
+                        self.diags.unsupported(
+                            &child(ptr, "not"),
+                            "not",
+                            "`not: {\"type\": \"integer\"}` beside numeric bounds",
+                        )?;
+                    }
+                    let re = "-?(?:0|[1-9][0-9]*)\\.0*[1-9][0-9]*";
+                    let s = Symbol::Terminal(self.term("NON_INTEGER", re));
+                    self.rule(nt, vec![s]);
                 }
                 "integer" | "number" => {
                     if let Some(re) = self.number_regex(m, ptr, t == "integer")? {
@@ -738,8 +770,7 @@ impl<'a> Generator<'a> {
                 }
             }
         }
-        let len = |k: &str| m.get(k).and_then(Value::as_u64);
-        let (min, max) = (len("minLength"), len("maxLength"));
+        let (min, max) = (count(m, "minLength", ptr)?, count(m, "maxLength", ptr)?);
         let h = match (core, min.is_some() || max.is_some()) {
             (None, _) => string_lang::repeat(
                 string_lang::any_char(),
@@ -799,9 +830,8 @@ impl<'a> Generator<'a> {
             rest = it.clone();
             rest_ptr = child(ptr, "items");
         }
-        let num = |k: &str| m.get(k).and_then(Value::as_u64);
-        let min = num("minItems").unwrap_or(0);
-        let mut max = num("maxItems");
+        let min = count(m, "minItems", ptr)?.unwrap_or(0);
+        let mut max = count(m, "maxItems", ptr)?;
         if rest == json!(false) {
             let p = prefix.len() as u64;
             max = Some(max.map_or(p, |x| x.min(p)));
@@ -982,8 +1012,20 @@ impl<'a> Generator<'a> {
                     )?;
                 } else {
                     let f = self.flatten(n, &np, 0)?;
-                    if f.never {
+                    if !f.groups.is_empty() {
+                        self.diags.unsupported(&np, "propertyNames", "`anyOf`/`oneOf` inside `propertyNames`")?;
+                    }
+                    let strings = allowed_types(&f.map, &np)?.iter().any(|t| t == "string");
+                    if f.never || !strings {
                         keys = Hir::fail();
+                    } else if let Some(values) = enum_values(&f.map) {
+                        self.check_enum_siblings(&f.map, &np)?;
+                        let words: Vec<Hir> = values
+                            .iter()
+                            .filter(|v| self.name_ok_value(v, &f.map))
+                            .filter_map(|v| v.as_str().map(|s| Hir::literal(s.as_bytes().to_vec())))
+                            .collect();
+                        keys = Hir::alternation(words);
                     } else if let Some(h) = self.string_chars(&f.map, &np)? {
                         keys = h;
                     }
@@ -992,10 +1034,9 @@ impl<'a> Generator<'a> {
             let ap = child(ptr, "additionalProperties");
             extras.push((keys, additional.clone().unwrap_or(json!(true)), ap));
         }
-        let num = |k: &str| m.get(k).and_then(Value::as_u64);
         let n_req = slots.iter().filter(|s| s.2).count() as u64;
-        let mut min = num("minProperties").unwrap_or(0);
-        let mut max = num("maxProperties");
+        let mut min = count(m, "minProperties", ptr)?.unwrap_or(0);
+        let mut max = count(m, "maxProperties", ptr)?;
         if max.is_some_and(|x| x < n_req.max(min)) {
             return Ok(());
         }
@@ -1080,12 +1121,32 @@ impl<'a> Generator<'a> {
         Ok(())
     }
 
+    fn name_ok_value(&self, v: &Value, m: &Map<String, Value>) -> bool {
+        v.as_str().is_some_and(|s| self.name_ok(s, m))
+    }
+
     /// Whether a property name satisfies a flat `propertyNames` schema.
     fn name_ok(&self, name: &str, m: &Map<String, Value>) -> bool {
         let v = Value::String(name.to_string());
         let types = allowed_types(m, "#").unwrap_or_default();
         let listed = enum_values(m).is_none_or(|e| e.contains(&v));
         value_has_type(&v, &types) && listed && self.instance_ok(&v, m)
+    }
+}
+
+/// A count keyword (`minLength`, `maxItems`, …): a non-negative integer, also when
+/// written as `2.0`.
+fn count(m: &Map<String, Value>, k: &str, ptr: &str) -> R<Option<u64>> {
+    match m.get(k) {
+        None => Ok(None),
+        Some(v) => match v.as_u64().or_else(|| {
+            v.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
+                .map(|f| f as u64)
+        }) {
+            Some(n) => Ok(Some(n)),
+            None => Err(issue(&child(ptr, k), Some(k), format!("`{k}` must be a non-negative integer"))),
+        },
     }
 }
 
@@ -1213,6 +1274,31 @@ fn not_types(m: &Map<String, Value>) -> Vec<String> {
             None => Vec::new(),
         },
         _ => Vec::new(),
+    }
+}
+
+/// The grammar of a schema no value satisfies (`false`, `enum: []`, contradictions):
+/// one terminal that matches nothing.
+fn empty_language(source_name: &str) -> Grammar {
+    Grammar {
+        source_name: source_name.to_string(),
+        terminals: vec![Terminal {
+            name: "NOTHING".into(),
+            regex: "[a&&b]".into(),
+            lazy: false,
+            priority: 0,
+            defined_at: None,
+        }],
+        nonterminals: vec![Nonterminal {
+            name: "start".into(),
+        }],
+        rules: vec![Rule {
+            lhs: 0,
+            rhs: vec![Symbol::Terminal(0)],
+        }],
+        start: 0,
+        ignore: Vec::new(),
+        allow_initial_skip: false,
     }
 }
 

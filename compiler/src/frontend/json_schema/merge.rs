@@ -25,6 +25,24 @@ pub fn merge(a: &Map<String, Value>, b: &Map<String, Value>) -> Result<Map<Strin
                 .into(),
         ));
     }
+    let positional = |m: &Map<String, Value>| {
+        m.contains_key("prefixItems") || m.get("items").is_some_and(Value::is_array)
+    };
+    let any_items = |m: &Map<String, Value>| {
+        ["items", "prefixItems", "additionalItems"]
+            .iter()
+            .any(|k| m.contains_key(*k))
+    };
+    if (positional(a) && any_items(b) || positional(b) && any_items(a))
+        && ["items", "prefixItems", "additionalItems"]
+            .iter()
+            .any(|k| a.get(*k) != b.get(*k))
+    {
+        return Err((
+            "prefixItems".into(),
+            "`allOf` of positional items (`prefixItems`/`items` array) with other item schemas (each applies relative to its own schema object)".into(),
+        ));
+    }
     let mut out = a.clone();
     // Properties first: each side's additionalProperties applies to the other's names.
     let props = merged_properties(a, b)?;

@@ -9,7 +9,9 @@ use std::collections::HashMap;
 /// Where anchors and `$id`s point, built once per document.
 #[derive(Debug, Default)]
 pub struct RefIndex {
-    anchors: HashMap<String, String>,
+    /// (resource pointer, anchor name) → pointer.
+    anchors: HashMap<(String, String), String>,
+    /// `$id` base (without fragment) → pointer of the resource.
     ids: Vec<(String, String)>,
 }
 
@@ -25,37 +27,43 @@ impl RefIndex {
     /// Indexes every `$anchor` and `$id` in the document.
     pub fn new(root: &Value) -> Self {
         let mut index = RefIndex::default();
-        index.walk(root, "#");
+        index.walk(root, "#", "#");
         index
     }
 
-    fn walk(&mut self, v: &Value, ptr: &str) {
+    fn walk(&mut self, v: &Value, ptr: &str, resource: &str) {
         match v {
             Value::Object(m) => {
-                if let Some(Value::String(a)) = m.get("$anchor") {
-                    self.anchors.entry(a.clone()).or_insert_with(|| ptr.into());
-                }
+                let mut resource = resource.to_string();
                 for key in ["$id", "id"] {
                     if let Some(Value::String(id)) = m.get(key) {
                         if let Some(a) = id.strip_prefix('#') {
-                            self.anchors.entry(a.into()).or_insert_with(|| ptr.into());
+                            self.anchors
+                                .entry((resource.clone(), a.into()))
+                                .or_insert_with(|| ptr.into());
                         } else if ptr != "#" {
                             let base = id.split('#').next().unwrap_or("");
                             self.ids.push((base.to_string(), ptr.to_string()));
+                            resource = ptr.to_string();
                         }
                     }
+                }
+                if let Some(Value::String(a)) = m.get("$anchor") {
+                    self.anchors
+                        .entry((resource.clone(), a.clone()))
+                        .or_insert_with(|| ptr.into());
                 }
                 for (k, c) in m {
                     // Values of these are data, not schemas.
                     if matches!(k.as_str(), "enum" | "const" | "examples" | "default") {
                         continue;
                     }
-                    self.walk(c, &child(ptr, k));
+                    self.walk(c, &child(ptr, k), &resource);
                 }
             }
             Value::Array(a) => {
                 for (i, c) in a.iter().enumerate() {
-                    self.walk(c, &child(ptr, &i.to_string()));
+                    self.walk(c, &child(ptr, &i.to_string()), resource);
                 }
             }
             _ => {}
@@ -70,27 +78,57 @@ impl RefIndex {
         };
         let start = if base.is_empty() || root_id_matches(root, base) {
             "#".to_string()
-        } else if let Some((_, p)) = self
-            .ids
-            .iter()
-            .find(|(id, _)| id == base || id.ends_with(&format!("/{base}")) || base.ends_with(&format!("/{id}")))
-        {
-            p.clone()
         } else {
-            return Err(format!(
-                "`$ref` to another document `{reference}` (only references inside the schema are resolved)"
-            ));
+            // Nested `$id`s are matched by their text (exact, or one ending in `/base`):
+            // base-URI resolution is not implemented, so a match must be unique.
+            let hits: Vec<&(String, String)> = self
+                .ids
+                .iter()
+                .filter(|(id, _)| {
+                    id == base || id.ends_with(&format!("/{base}")) || base.ends_with(&format!("/{id}"))
+                })
+                .collect();
+            match hits.as_slice() {
+                [(_, p)] => p.clone(),
+                [] => {
+                    return Err(format!(
+                        "`$ref` to another document `{reference}` (only references inside the schema are resolved)"
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "`$ref` `{reference}` matches several `$id`s (base-URI resolution is not implemented)"
+                    ))
+                }
+            }
         };
         if fragment.is_empty() {
             return Ok(start);
         }
         if !fragment.starts_with('/') {
             let decoded = percent_decode(fragment);
+            if base.is_empty() {
+                // `#name`: the anchor must be unique in the document (its resource
+                // would otherwise depend on the referring schema's base URI).
+                let hits: Vec<&String> = self
+                    .anchors
+                    .iter()
+                    .filter(|((_, a), _)| *a == decoded)
+                    .map(|(_, p)| p)
+                    .collect();
+                return match hits.as_slice() {
+                    [p] => Ok((*p).clone()),
+                    [] => Err(format!("`$ref` to an unknown anchor `#{fragment}`")),
+                    _ => Err(format!(
+                        "anchor `#{fragment}` is defined in several resources (base-URI resolution is not implemented)"
+                    )),
+                };
+            }
             return self
                 .anchors
-                .get(&decoded)
+                .get(&(start, decoded))
                 .cloned()
-                .ok_or_else(|| format!("`$ref` to an unknown anchor `#{fragment}`"));
+                .ok_or_else(|| format!("`$ref` to an unknown anchor `{reference}`"));
         }
         let mut ptr = start;
         let mut node = lookup(root, &ptr).ok_or_else(|| format!("`$ref` `{reference}` does not resolve"))?;
