@@ -132,7 +132,9 @@ fn load_source(path: &Path, args: &SourceArgs) -> Result<(LexedGrammar, String),
     let is_schema = match args.format.as_deref() {
         Some("json-schema") => true,
         Some("lark") => false,
-        Some(other) => return Err(format!("unknown --format `{other}` (lark | json-schema)").into()),
+        Some(other) => {
+            return Err(format!("unknown --format `{other}` (lark | json-schema)").into())
+        }
         None => path.extension().is_some_and(|e| e == "json"),
     };
     let source = pipeline::read_grammar_file(path)?;

@@ -11,9 +11,7 @@
 //!   results.
 
 use serde_json::Value;
-use stackmask_compiler::frontend::json_schema::{
-    self, Draft, SchemaError, SchemaOptions,
-};
+use stackmask_compiler::frontend::json_schema::{self, Draft, SchemaError, SchemaOptions};
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_runtime::reference::ReferenceEngine;
 use stackmask_runtime::ByteRecognizer;
@@ -47,7 +45,8 @@ fn engine_for(
         grammar: g.grammar,
         dfas,
     };
-    let engine = pipeline::reference_engine(&lexed, bytes).map_err(|e| Refusal::Lexer(e.to_string()))?;
+    let engine =
+        pipeline::reference_engine(&lexed, bytes).map_err(|e| Refusal::Lexer(e.to_string()))?;
     Ok((engine, g.warnings.len()))
 }
 
@@ -124,7 +123,10 @@ fn run_suite(draft_dir: &str, draft: Draft) -> (BTreeMap<String, Row>, Vec<Strin
                 Err(Refusal::Schema(e)) if e.issue.keyword.is_some() => row.refused_named += 1,
                 Err(Refusal::Schema(e)) => {
                     row.refused_other += 1;
-                    wrong.push(format!("{name}: {}: refused without a keyword: {e}", g["description"]));
+                    wrong.push(format!(
+                        "{name}: {}: refused without a keyword: {e}",
+                        g["description"]
+                    ));
                 }
                 Err(Refusal::Lexer(e)) => {
                     row.refused_other += 1;
@@ -149,7 +151,11 @@ fn run_suite(draft_dir: &str, draft: Draft) -> (BTreeMap<String, Row>, Vec<Strin
                                 "{name}: {} / {}: {} {text}",
                                 g["description"],
                                 t["description"],
-                                if valid { "valid rejected" } else { "invalid accepted" }
+                                if valid {
+                                    "valid rejected"
+                                } else {
+                                    "invalid accepted"
+                                }
                             ));
                         }
                     }
@@ -175,7 +181,13 @@ fn table(title: &str, rows: &BTreeMap<String, Row>) -> (String, Row) {
     }
     s += &format!(
         "| **total** | {} | {} | {} | {} | {} | {} | {} |\n",
-        total.groups, total.compiled, total.refused_named, total.tests, total.right, total.false_reject, total.false_accept
+        total.groups,
+        total.compiled,
+        total.refused_named,
+        total.tests,
+        total.right,
+        total.false_reject,
+        total.false_accept
     );
     (s, total)
 }
@@ -183,7 +195,10 @@ fn table(title: &str, rows: &BTreeMap<String, Row>) -> (String, Row) {
 #[test]
 fn json_schema_test_suite() {
     let mut totals = Vec::new();
-    for (dir, draft) in [("draft2020-12", Draft::Draft2020), ("draft7", Draft::Draft7)] {
+    for (dir, draft) in [
+        ("draft2020-12", Draft::Draft2020),
+        ("draft7", Draft::Draft7),
+    ] {
         let (rows, wrong) = run_suite(dir, draft);
         let (t, total) = table(dir, &rows);
         println!("{t}");
@@ -238,6 +253,13 @@ fn run_maskbench(step: usize) -> String {
             };
             let mode = if lenient { "lenient" } else { "strict" };
             match engine_for(schema, &opts, &bytes) {
+                Err(Refusal::Schema(e)) if e.issue.keyword.is_none() && e.issue.message.contains("(the limit") => {
+                    report += &format!("{mode} {name}: limit: {e}\n");
+                    *counts.entry(if lenient { "lenient grammar size limit" } else { "strict grammar size limit" }).or_default() += 1;
+                    if !lenient {
+                        *refusals.entry("(grammar size limit)".into()).or_default() += 1;
+                    }
+                }
                 Err(Refusal::Schema(e)) => {
                     let kw = e.issue.keyword.clone().unwrap_or_else(|| "(none)".into());
                     if !lenient {
@@ -245,18 +267,36 @@ fn run_maskbench(step: usize) -> String {
                     }
                     if e.issue.keyword.is_none() {
                         report += &format!("{mode} {name}: refused without a keyword: {e}\n");
-                        *counts.entry(if lenient { "lenient refused, no keyword" } else { "strict refused, no keyword" }).or_default() += 1;
+                        *counts
+                            .entry(if lenient {
+                                "lenient refused, no keyword"
+                            } else {
+                                "strict refused, no keyword"
+                            })
+                            .or_default() += 1;
                     }
                 }
                 Err(Refusal::Lexer(e)) => {
                     report += &format!("{mode} {name}: lexer limit: {e}\n");
-                    *counts.entry(if lenient { "lenient lexer limit" } else { "strict lexer limit" }).or_default() += 1;
+                    *counts
+                        .entry(if lenient {
+                            "lenient lexer limit"
+                        } else {
+                            "strict lexer limit"
+                        })
+                        .or_default() += 1;
                     if !lenient {
                         *refusals.entry("(lexer limit)".into()).or_default() += 1;
                     }
                 }
                 Ok((engine, warnings)) => {
-                    *counts.entry(if lenient { "lenient compiles" } else { "strict compiles" }).or_default() += 1;
+                    *counts
+                        .entry(if lenient {
+                            "lenient compiles"
+                        } else {
+                            "strict compiles"
+                        })
+                        .or_default() += 1;
                     if !lenient && llg_ok {
                         *counts.entry("strict compiles, llguidance too").or_default() += 1;
                     }
@@ -270,8 +310,16 @@ fn run_maskbench(step: usize) -> String {
                             (true, false) => "valid rejected",
                             (false, true) => "invalid accepted",
                         };
-                        *counts.entry(if lenient { "lenient instances" } else { "strict instances" }).or_default() += 1;
-                        *counts.entry(&*Box::leak(format!("{mode} {key}").into_boxed_str())).or_default() += 1;
+                        *counts
+                            .entry(if lenient {
+                                "lenient instances"
+                            } else {
+                                "strict instances"
+                            })
+                            .or_default() += 1;
+                        *counts
+                            .entry(&*Box::leak(format!("{mode} {key}").into_boxed_str()))
+                            .or_default() += 1;
                         if got != valid {
                             report += &format!(
                                 "{mode} {name}: {key} ({warnings} warnings): {}\n",
@@ -309,4 +357,89 @@ fn maskbench_subset() {
     println!("{report}");
     assert!(!report.contains("refused without a keyword"), "{report}");
     assert!(!report.contains("strict invalid accepted:"), "{report}");
+}
+
+/// End to end on the compiled path (`bytes` vocabulary): the schema groups of a few
+/// suite files are compiled to artifacts; each instance's verdict by the compiled
+/// `Matcher` is the expected one, and at every step of every instance the compiled mask
+/// equals the reference mask.
+#[test]
+fn compiled_path_on_suite_groups() {
+    use stackmask_runtime::reference::ReferenceMatcher;
+    use stackmask_runtime::{Engine, Matcher};
+    use std::sync::Arc;
+    let root = corpus(SUITE).join("draft2020-12");
+    let (mut groups_compiled, mut instances, mut masks) = (0, 0, 0);
+    for file in [
+        "properties",
+        "ref",
+        "enum",
+        "minimum",
+        "prefixItems",
+        "anyOf",
+        "maxLength",
+    ] {
+        let groups: Vec<Value> = serde_json::from_str(
+            &std::fs::read_to_string(root.join(format!("{file}.json"))).unwrap(),
+        )
+        .unwrap();
+        for g in &groups {
+            let Ok(sg) =
+                json_schema::schema_to_grammar(&g["schema"], file, &SchemaOptions::default())
+            else {
+                continue;
+            };
+            let dfas = stackmask_compiler::lexer::compile_lexer(&sg.grammar).unwrap();
+            let lexed = LexedGrammar {
+                grammar: sg.grammar,
+                dfas,
+            };
+            let source = g["schema"].to_string();
+            let built = pipeline::build_artifact_from_lexed(
+                lexed,
+                &source,
+                file,
+                "bytes",
+                &pipeline::CompileOptions::default(),
+                |_| {},
+            )
+            .unwrap_or_else(|e| panic!("{file}: {}: {e}", g["description"]));
+            groups_compiled += 1;
+            let engine = Arc::new(
+                Engine::from_bytes(stackmask_formats::artifact::AlignedBytes::from_slice(
+                    &built.bytes,
+                ))
+                .unwrap(),
+            );
+            let reference = engine.reference().unwrap();
+            let words = engine.mask_words();
+            for t in g["tests"].as_array().unwrap() {
+                instances += 1;
+                let text = serde_json::to_string(&t["data"]).unwrap();
+                let valid = t["valid"].as_bool().unwrap();
+                let mut m = Matcher::new(engine.clone());
+                let mut r = ReferenceMatcher::new(reference.clone());
+                let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
+                let mut alive = true;
+                for tok in built.tokenizer.encode(text.as_bytes()).unwrap() {
+                    m.fill_mask(&mut a);
+                    r.fill_mask(&mut b);
+                    masks += 1;
+                    assert_eq!(a, b, "{file}: {}: masks differ in {text}", g["description"]);
+                    if m.commit(tok).is_err() {
+                        alive = false;
+                        break;
+                    }
+                    r.commit(tok).unwrap();
+                }
+                let accepted = alive && m.is_accepting();
+                assert_eq!(accepted, valid, "{file}: {}: {text}", g["description"]);
+            }
+        }
+    }
+    println!("{groups_compiled} groups compiled, {instances} instances, {masks} masks compared");
+    assert!(
+        groups_compiled >= 30 && instances >= 100,
+        "{groups_compiled} {instances}"
+    );
 }

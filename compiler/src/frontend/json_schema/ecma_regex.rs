@@ -145,9 +145,7 @@ impl Translator<'_> {
                 .ok_or_else(|| RegexIssue(format!("invalid escape `\\u{{{hex}}}`")));
         }
         let hi = self.hex(4)?;
-        if (0xD800..0xDC00).contains(&hi)
-            && self.peek(0) == Some('\\')
-            && self.peek(1) == Some('u')
+        if (0xD800..0xDC00).contains(&hi) && self.peek(0) == Some('\\') && self.peek(1) == Some('u')
         {
             let save = self.i;
             self.i += 2;

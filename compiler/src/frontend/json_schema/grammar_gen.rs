@@ -355,8 +355,7 @@ impl<'a> Generator<'a> {
             match merge::merge(&flat.map, &p.map) {
                 Ok(mm) => flat.map = mm,
                 Err((kw, msg)) => {
-                    self.diags
-                        .unsupported(&child(&pp, &kw), &kw, msg)?;
+                    self.diags.unsupported(&child(&pp, &kw), &kw, msg)?;
                     // Lenient: keep the first side's value.
                     for (k, v) in p.map {
                         flat.map.entry(k).or_insert(v);
@@ -423,7 +422,14 @@ impl<'a> Generator<'a> {
                     // Numbers that are not integers: a nonzero fraction and no exponent
                     // (whether `1.5e1` is integral is not a regular property).
                     if m.keys().any(|k| {
-                        matches!(k.as_str(), "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf")
+                        matches!(
+                            k.as_str(),
+                            "minimum"
+                                | "maximum"
+                                | "exclusiveMinimum"
+                                | "exclusiveMaximum"
+                                | "multipleOf"
+                        )
                     }) {
                         self.diags.unsupported(
                             &child(ptr, "not"),
@@ -518,7 +524,8 @@ impl<'a> Generator<'a> {
         match v {
             Value::String(s) => {
                 let n = s.chars().count() as f64;
-                if num("minLength").is_some_and(|x| n < x) || num("maxLength").is_some_and(|x| n > x)
+                if num("minLength").is_some_and(|x| n < x)
+                    || num("maxLength").is_some_and(|x| n > x)
                 {
                     return false;
                 }
@@ -556,10 +563,10 @@ impl<'a> Generator<'a> {
             }
             Value::Object(o) => {
                 let n = o.len() as f64;
-                let req_ok = m
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .is_none_or(|r| r.iter().all(|k| k.as_str().is_some_and(|k| o.contains_key(k))));
+                let req_ok = m.get("required").and_then(Value::as_array).is_none_or(|r| {
+                    r.iter()
+                        .all(|k| k.as_str().is_some_and(|k| o.contains_key(k)))
+                });
                 req_ok
                     && !(num("minProperties").is_some_and(|b| n < b)
                         || num("maxProperties").is_some_and(|b| n > b))
@@ -615,13 +622,22 @@ impl<'a> Generator<'a> {
         }
     }
 
-    fn number_regex(&mut self, m: &Map<String, Value>, ptr: &str, integer: bool) -> R<Option<String>> {
+    fn number_regex(
+        &mut self,
+        m: &Map<String, Value>,
+        ptr: &str,
+        integer: bool,
+    ) -> R<Option<String>> {
         let bound = |k: &str| -> R<Option<f64>> {
             match m.get(k) {
                 None => Ok(None),
                 Some(Value::Number(n)) => Ok(n.as_f64()),
                 Some(Value::Bool(_)) => Ok(None),
-                Some(_) => Err(issue(&child(ptr, k), Some(k), format!("`{k}` must be a number"))),
+                Some(_) => Err(issue(
+                    &child(ptr, k),
+                    Some(k),
+                    format!("`{k}` must be a number"),
+                )),
             }
         };
         let mut lo = bound("minimum")?;
@@ -667,7 +683,11 @@ impl<'a> Generator<'a> {
             if x.is_finite() && x.abs() < 1e36 {
                 Ok(x as i128)
             } else {
-                Err(issue(&child(ptr, k), Some(k), format!("bound {x} is out of the supported range (|x| < 1e36)")))
+                Err(issue(
+                    &child(ptr, k),
+                    Some(k),
+                    format!("bound {x} is out of the supported range (|x| < 1e36)"),
+                ))
             }
         };
         if integer {
@@ -690,7 +710,10 @@ impl<'a> Generator<'a> {
             if l.zip(h).is_some_and(|(a, b)| a > b) {
                 return Ok(None);
             }
-            return Ok(number_lang::integer_regex(number_lang::IntRange { lo: l, hi: h }));
+            return Ok(number_lang::integer_regex(number_lang::IntRange {
+                lo: l,
+                hi: h,
+            }));
         }
         if lo.or(hi).or(lo_ex).or(hi_ex).is_none() {
             return Ok(Some(number_lang::ANY_NUMBER.to_string()));
@@ -740,11 +763,9 @@ impl<'a> Generator<'a> {
                 .and_then(|r| string_lang::parse_chars(&r))
             {
                 Ok(h) => core = Some((string_lang::unanchored(&h), "pattern")),
-                Err(e) => self.diags.unsupported(
-                    &kp,
-                    "pattern",
-                    format!("pattern `{p}`: {e}"),
-                )?,
+                Err(e) => self
+                    .diags
+                    .unsupported(&kp, "pattern", format!("pattern `{p}`: {e}"))?,
             }
         }
         if let Some(f) = m.get("format") {
@@ -782,7 +803,11 @@ impl<'a> Generator<'a> {
                 match string_lang::with_length(h.clone(), min.unwrap_or(0), max) {
                     Some(x) => x,
                     None => {
-                        let kw = if max.is_some() { "maxLength" } else { "minLength" };
+                        let kw = if max.is_some() {
+                            "maxLength"
+                        } else {
+                            "minLength"
+                        };
                         self.diags.unsupported(
                             &child(ptr, kw),
                             kw,
@@ -800,9 +825,13 @@ impl<'a> Generator<'a> {
         let Some(h) = self.string_chars(m, ptr)? else {
             return Ok(None);
         };
-        string_lang::string_terminal(&h)
-            .map(Some)
-            .map_err(|e| issue(ptr, Some("pattern"), format!("cannot write as JSON text: {e}")))
+        string_lang::string_terminal(&h).map(Some).map_err(|e| {
+            issue(
+                ptr,
+                Some("pattern"),
+                format!("cannot write as JSON text: {e}"),
+            )
+        })
     }
 
     fn array(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<()> {
@@ -848,7 +877,11 @@ impl<'a> Generator<'a> {
         }
         let cap = max.unwrap_or((prefix.len() as u64).max(min).max(1));
         if cap > MAX_COUNTED {
-            let kw = if max.is_some() { "maxItems" } else { "minItems" };
+            let kw = if max.is_some() {
+                "maxItems"
+            } else {
+                "minItems"
+            };
             return Err(issue(
                 &child(ptr, kw),
                 Some(kw),
@@ -871,7 +904,11 @@ impl<'a> Generator<'a> {
             if max.is_some_and(|x| i >= x) {
                 continue;
             }
-            let next = if max.is_none() { (i + 1).min(cap) } else { i + 1 };
+            let next = if max.is_none() {
+                (i + 1).min(cap)
+            } else {
+                i + 1
+            };
             let item = item_nts.get(i as usize).copied().unwrap_or(rest_nt);
             let mut rhs = Vec::new();
             if i > 0 {
@@ -897,7 +934,11 @@ impl<'a> Generator<'a> {
         let required: Vec<String> = m
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .map(|r| {
+                r.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         let patterns: Vec<(String, Value)> = m
             .get("patternProperties")
@@ -916,7 +957,13 @@ impl<'a> Generator<'a> {
                         .map(|re| (re, r))
                         .map_err(|e| e.to_string())
                 })
-                .map_err(|e| issue(&child(&pp, p), Some("patternProperties"), format!("pattern `{p}`: {e}")))?;
+                .map_err(|e| {
+                    issue(
+                        &child(&pp, p),
+                        Some("patternProperties"),
+                        format!("pattern `{p}`: {e}"),
+                    )
+                })?;
             pattern_res.push(re);
         }
         let matching = |k: &str| -> Vec<Value> {
@@ -933,8 +980,17 @@ impl<'a> Generator<'a> {
         for (k, s) in &props {
             let mut all = vec![s.clone()];
             all.extend(matching(k));
-            let schema = if all.len() == 1 { s.clone() } else { json!({"allOf": all}) };
-            slots.push((k.clone(), schema, required.contains(k), child(&child(ptr, "properties"), k)));
+            let schema = if all.len() == 1 {
+                s.clone()
+            } else {
+                json!({"allOf": all})
+            };
+            slots.push((
+                k.clone(),
+                schema,
+                required.contains(k),
+                child(&child(ptr, "properties"), k),
+            ));
             declared.push(k.clone());
         }
         for k in &required {
@@ -957,7 +1013,11 @@ impl<'a> Generator<'a> {
             for s in slots {
                 let ok = !f.never && f.groups.is_empty() && self.name_ok(&s.0, &f.map);
                 if !f.groups.is_empty() {
-                    self.diags.unsupported(&np, "propertyNames", "`anyOf`/`oneOf` inside `propertyNames`")?;
+                    self.diags.unsupported(
+                        &np,
+                        "propertyNames",
+                        "`anyOf`/`oneOf` inside `propertyNames`",
+                    )?;
                 }
                 if ok {
                     kept.push(s);
@@ -1013,7 +1073,11 @@ impl<'a> Generator<'a> {
                 } else {
                     let f = self.flatten(n, &np, 0)?;
                     if !f.groups.is_empty() {
-                        self.diags.unsupported(&np, "propertyNames", "`anyOf`/`oneOf` inside `propertyNames`")?;
+                        self.diags.unsupported(
+                            &np,
+                            "propertyNames",
+                            "`anyOf`/`oneOf` inside `propertyNames`",
+                        )?;
                     }
                     let strings = allowed_types(&f.map, &np)?.iter().any(|t| t == "string");
                     if f.never || !strings {
@@ -1048,7 +1112,11 @@ impl<'a> Generator<'a> {
         }
         let cap = max.unwrap_or(min.max(1));
         if cap > MAX_COUNTED {
-            let kw = if max.is_some() { "maxProperties" } else { "minProperties" };
+            let kw = if max.is_some() {
+                "maxProperties"
+            } else {
+                "minProperties"
+            };
             return Err(issue(
                 &child(ptr, kw),
                 Some(kw),
@@ -1085,7 +1153,11 @@ impl<'a> Generator<'a> {
         for i in 0..=n {
             for c in 0..=cap {
                 let here = get(self, i, c)?;
-                let next_c = if max.is_none() { (c + 1).min(cap) } else { c + 1 };
+                let next_c = if max.is_none() {
+                    (c + 1).min(cap)
+                } else {
+                    c + 1
+                };
                 let can_add = max.is_none_or(|x| c < x);
                 let sep = if c > 0 { vec![comma] } else { vec![] };
                 if i < n {
@@ -1097,7 +1169,12 @@ impl<'a> Generator<'a> {
                     if can_add {
                         let then = get(self, i + 1, next_c)?;
                         let mut rhs = sep.clone();
-                        rhs.extend([key, colon, Symbol::Nonterminal(v), Symbol::Nonterminal(then)]);
+                        rhs.extend([
+                            key,
+                            colon,
+                            Symbol::Nonterminal(v),
+                            Symbol::Nonterminal(then),
+                        ]);
                         self.rule(here, rhs);
                     }
                 } else {
@@ -1108,7 +1185,12 @@ impl<'a> Generator<'a> {
                         let then = get(self, n, next_c)?;
                         for &(key, v) in &extra_syms {
                             let mut rhs = sep.clone();
-                            rhs.extend([key, colon, Symbol::Nonterminal(v), Symbol::Nonterminal(then)]);
+                            rhs.extend([
+                                key,
+                                colon,
+                                Symbol::Nonterminal(v),
+                                Symbol::Nonterminal(then),
+                            ]);
                             self.rule(here, rhs);
                         }
                     }
@@ -1145,7 +1227,11 @@ fn count(m: &Map<String, Value>, k: &str, ptr: &str) -> R<Option<u64>> {
                 .map(|f| f as u64)
         }) {
             Some(n) => Ok(Some(n)),
-            None => Err(issue(&child(ptr, k), Some(k), format!("`{k}` must be a non-negative integer"))),
+            None => Err(issue(
+                &child(ptr, k),
+                Some(k),
+                format!("`{k}` must be a non-negative integer"),
+            )),
         },
     }
 }
@@ -1186,10 +1272,32 @@ fn pair_disjoint(g: &mut Generator<'_>, a: &Map<String, Value>, b: &Map<String, 
         let req = |m: &Map<String, Value>| -> Vec<String> {
             m.get("required")
                 .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let (ra, rb) = (req(a), req(b));
+        // A name one side requires and the other cannot have.
+        let forbids = |m: &Map<String, Value>, k: &str| {
+            let declared = m.get("properties").and_then(|p| p.get(k));
+            let patterns = m
+                .get("patternProperties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| !p.is_empty());
+            match declared {
+                Some(v) => v == &Value::Bool(false),
+                None => !patterns && m.get("additionalProperties") == Some(&Value::Bool(false)),
+            }
+        };
+        let objects_only = |t: &[String]| t.iter().all(|t| t == "object");
+        if objects_only(&ta) && ra.iter().any(|k| forbids(b, k))
+            || objects_only(&tb) && rb.iter().any(|k| forbids(a, k))
+        {
+            return Ok(true);
+        }
         for k in ra.iter().filter(|k| rb.contains(k)) {
             let pa = a.get("properties").and_then(|p| p.get(k));
             let pb = b.get("properties").and_then(|p| p.get(k));
@@ -1218,7 +1326,11 @@ fn allowed_types(m: &Map<String, Value>, ptr: &str) -> R<Vec<String>> {
             let ts = merge::types_of(t);
             for x in &ts {
                 if !ALL_TYPES.contains(&x.as_str()) && x != "integer" {
-                    return Err(issue(&child(ptr, "type"), Some("type"), format!("unknown type `{x}`")));
+                    return Err(issue(
+                        &child(ptr, "type"),
+                        Some("type"),
+                        format!("unknown type `{x}`"),
+                    ));
                 }
             }
             ts
@@ -1259,7 +1371,11 @@ fn value_has_type(v: &Value, types: &[String]) -> bool {
 /// Types excluded by `not: {type: ...}`; `not: true`/`{}` excludes all.
 fn not_types(m: &Map<String, Value>) -> Vec<String> {
     match m.get("not") {
-        Some(Value::Bool(true)) => ALL_TYPES.iter().map(|s| s.to_string()).chain(["integer".to_string()]).collect(),
+        Some(Value::Bool(true)) => ALL_TYPES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["integer".to_string()])
+            .collect(),
         Some(Value::Object(o)) => match o.get("type") {
             Some(t) => {
                 let mut ts = merge::types_of(t);
@@ -1268,8 +1384,15 @@ fn not_types(m: &Map<String, Value>) -> Vec<String> {
                 }
                 ts
             }
-            None if o.keys().all(|k| keywords::classify(k) == KeywordClass::Annotation) => {
-                ALL_TYPES.iter().map(|s| s.to_string()).chain(["integer".to_string()]).collect()
+            None if o
+                .keys()
+                .all(|k| keywords::classify(k) == KeywordClass::Annotation) =>
+            {
+                ALL_TYPES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain(["integer".to_string()])
+                    .collect()
             }
             None => Vec::new(),
         },

@@ -14,7 +14,10 @@ use serde_json::{json, Map, Value};
 
 /// Merges two schema objects (`$ref`, `allOf`, `anyOf`, `oneOf` already taken out).
 /// `Err` names the keyword that has no exact merge.
-pub fn merge(a: &Map<String, Value>, b: &Map<String, Value>) -> Result<Map<String, Value>, (String, String)> {
+pub fn merge(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+) -> Result<Map<String, Value>, (String, String)> {
     let has = |m: &Map<String, Value>, k: &str| m.get(k).is_some_and(|v| v != &json!({}));
     if (has(a, "patternProperties") && has(b, "additionalProperties"))
         || (has(b, "patternProperties") && has(a, "additionalProperties"))
@@ -146,14 +149,21 @@ pub fn merge(a: &Map<String, Value>, b: &Map<String, Value>) -> Result<Map<Strin
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// `type` as a list of names.
 pub fn types_of(v: &Value) -> Vec<String> {
     match v {
         Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(String::from))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -180,14 +190,21 @@ fn merged_properties(
     let (pa, pb) = (pa.unwrap_or(&empty), pb.unwrap_or(&empty));
     // What side `s` says about a name it does not declare.
     let other = |s: &Map<String, Value>, name: &str| -> Result<Option<Value>, (String, String)> {
-        if s.get("patternProperties").is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty())) {
+        if s.get("patternProperties")
+            .is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty()))
+        {
             let pats = s["patternProperties"].as_object().expect("checked");
             let mut hits = Vec::new();
             for (p, sch) in pats {
                 let re = super::ecma_regex::translate(p)
                     .ok()
                     .and_then(|r| regex_automata::meta::Regex::new(&r).ok())
-                    .ok_or_else(|| ("patternProperties".to_string(), format!("pattern `{p}` cannot be translated")))?;
+                    .ok_or_else(|| {
+                        (
+                            "patternProperties".to_string(),
+                            format!("pattern `{p}` cannot be translated"),
+                        )
+                    })?;
                 if re.is_match(name) {
                     hits.push(sch.clone());
                 }

@@ -78,7 +78,11 @@ fn between(lo: &[u8], hi: &[u8]) -> String {
     let rest = lo.len() - 1;
     let mut alts = vec![format!("{}{}", lo[0] as char, at_least(&lo[1..]))];
     if lo[0] + 1 < hi[0] {
-        alts.push(format!("{}{}", digit_class(lo[0] + 1, hi[0] - 1), free(rest)));
+        alts.push(format!(
+            "{}{}",
+            digit_class(lo[0] + 1, hi[0] - 1),
+            free(rest)
+        ));
     }
     alts.push(format!("{}{}", hi[0] as char, at_most(&hi[1..])));
     format!("(?:{})", alts.join("|"))
@@ -90,7 +94,11 @@ fn at_least(s: &[u8]) -> String {
     }
     let mut alts = vec![format!("{}{}", s[0] as char, at_least(&s[1..]))];
     if s[0] < b'9' {
-        alts.push(format!("{}{}", digit_class(s[0] + 1, b'9'), free(s.len() - 1)));
+        alts.push(format!(
+            "{}{}",
+            digit_class(s[0] + 1, b'9'),
+            free(s.len() - 1)
+        ));
     }
     format!("(?:{})", alts.join("|"))
 }
@@ -101,7 +109,11 @@ fn at_most(s: &[u8]) -> String {
     }
     let mut alts = vec![format!("{}{}", s[0] as char, at_most(&s[1..]))];
     if s[0] > b'0' {
-        alts.push(format!("{}{}", digit_class(b'0', s[0] - 1), free(s.len() - 1)));
+        alts.push(format!(
+            "{}{}",
+            digit_class(b'0', s[0] - 1),
+            free(s.len() - 1)
+        ));
     }
     format!("(?:{})", alts.join("|"))
 }

@@ -17,10 +17,7 @@ pub struct RefIndex {
 
 /// Appends a reference token to a JSON pointer (escaping `~` and `/`).
 pub fn child(pointer: &str, token: &str) -> String {
-    format!(
-        "{pointer}/{}",
-        token.replace('~', "~0").replace('/', "~1")
-    )
+    format!("{pointer}/{}", token.replace('~', "~0").replace('/', "~1"))
 }
 
 impl RefIndex {
@@ -85,7 +82,9 @@ impl RefIndex {
                 .ids
                 .iter()
                 .filter(|(id, _)| {
-                    id == base || id.ends_with(&format!("/{base}")) || base.ends_with(&format!("/{id}"))
+                    id == base
+                        || id.ends_with(&format!("/{base}"))
+                        || base.ends_with(&format!("/{id}"))
                 })
                 .collect();
             match hits.as_slice() {
@@ -131,7 +130,8 @@ impl RefIndex {
                 .ok_or_else(|| format!("`$ref` to an unknown anchor `{reference}`"));
         }
         let mut ptr = start;
-        let mut node = lookup(root, &ptr).ok_or_else(|| format!("`$ref` `{reference}` does not resolve"))?;
+        let mut node =
+            lookup(root, &ptr).ok_or_else(|| format!("`$ref` `{reference}` does not resolve"))?;
         for raw in fragment[1..].split('/') {
             let token = percent_decode(raw).replace("~1", "/").replace("~0", "~");
             node = match node {

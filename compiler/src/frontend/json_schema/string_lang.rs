@@ -285,8 +285,7 @@ fn encode(h: &Hir) -> Result<Hir, String> {
         }
         HirKind::Look(_) => {
             return Err(
-                "an anchor `^`/`$` that is not at the start/end of a top-level alternative"
-                    .into(),
+                "an anchor `^`/`$` that is not at the start/end of a top-level alternative".into(),
             )
         }
         HirKind::Repetition(r) => Hir::repetition(Repetition {
@@ -382,7 +381,13 @@ mod tests {
     fn keys_other_than_a_set() {
         let keys = ["a".to_string(), "ab".to_string()];
         let t = string_terminal(&none_of(&keys)).unwrap();
-        for (s, ok) in [("", true), ("a", false), ("ab", false), ("abc", true), ("b", true)] {
+        for (s, ok) in [
+            ("", true),
+            ("a", false),
+            ("ab", false),
+            ("abc", true),
+            ("b", true),
+        ] {
             assert_eq!(full(&t, &literal_text(s)), ok, "{s:?}");
         }
     }

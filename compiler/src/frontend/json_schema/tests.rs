@@ -39,7 +39,13 @@ fn object_with_required_optional_and_additional_members() {
     ] {
         assert_eq!(ok(doc), want, "{doc}");
     }
-    let free = accepts(&s, &SchemaOptions { whitespace: Whitespace::Free, ..Default::default() });
+    let free = accepts(
+        &s,
+        &SchemaOptions {
+            whitespace: Whitespace::Free,
+            ..Default::default()
+        },
+    );
     assert!(free("{ \"a\" : 1 ,\n \"c\": true }"));
 }
 
@@ -60,7 +66,10 @@ fn unsupported_keywords_are_named_with_their_pointer() {
     let e = schema_to_grammar(&s, "s.json", &SchemaOptions::default()).unwrap_err();
     assert_eq!(e.issue.keyword.as_deref(), Some("contains"));
     assert_eq!(e.issue.pointer, "#/properties/a/contains");
-    let lenient = SchemaOptions { lenient: true, ..Default::default() };
+    let lenient = SchemaOptions {
+        lenient: true,
+        ..Default::default()
+    };
     let g = schema_to_grammar(&s, "s.json", &lenient).unwrap();
     assert_eq!(g.warnings.len(), 1);
     assert_eq!(g.warnings[0].keyword.as_deref(), Some("contains"));
