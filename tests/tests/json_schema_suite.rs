@@ -253,9 +253,17 @@ fn run_maskbench(step: usize) -> String {
             };
             let mode = if lenient { "lenient" } else { "strict" };
             match engine_for(schema, &opts, &bytes) {
-                Err(Refusal::Schema(e)) if e.issue.keyword.is_none() && e.issue.message.contains("(the limit") => {
+                Err(Refusal::Schema(e))
+                    if e.issue.keyword.is_none() && e.issue.message.contains("(the limit") =>
+                {
                     report += &format!("{mode} {name}: limit: {e}\n");
-                    *counts.entry(if lenient { "lenient grammar size limit" } else { "strict grammar size limit" }).or_default() += 1;
+                    *counts
+                        .entry(if lenient {
+                            "lenient grammar size limit"
+                        } else {
+                            "strict grammar size limit"
+                        })
+                        .or_default() += 1;
                     if !lenient {
                         *refusals.entry("(grammar size limit)".into()).or_default() += 1;
                     }

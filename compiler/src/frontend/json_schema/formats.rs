@@ -170,32 +170,30 @@ fn uri_parts() -> UriParts {
     }
 }
 
+/// `[scheme ":"] hier-part [ "?" query ] [ "#" fragment ]`: with a scheme (URI, where
+/// the path may be rootless) or without (relative-ref, whose first segment has no `:`).
+fn uri_like(with_scheme: bool) -> String {
+    let p = uri_parts();
+    let first = if with_scheme { &p.pchar } else { &p.pchar_nc };
+    let (pchar, query) = (&p.pchar, &p.query);
+    let hier = format!(
+        "//{}{}|{}|{first}+(?:/{pchar}*)*|",
+        p.authority, p.abempty, p.absolute
+    );
+    let scheme = if with_scheme {
+        "[A-Za-z][A-Za-z0-9+.-]*:"
+    } else {
+        ""
+    };
+    format!("{scheme}(?:{hier})(?:\\?{query})?(?:#{query})?")
+}
+
 fn uri() -> String {
-    let UriParts {
-        authority,
-        abempty,
-        absolute,
-        pchar,
-        query,
-        ..
-    } = uri_parts();
-    let rootless = format!("{pchar}+(?:/{pchar}*)*");
-    let hier = format!("//{authority}{abempty}|{absolute}|{rootless}|");
-    format!("[A-Za-z][A-Za-z0-9+.-]*:(?:{hier})(?:\\?{query})?(?:#{query})?")
+    uri_like(true)
 }
 
 fn relative_ref() -> String {
-    let UriParts {
-        authority,
-        abempty,
-        absolute,
-        pchar,
-        pchar_nc,
-        query,
-    } = uri_parts();
-    let noscheme = format!("{pchar_nc}+(?:/{pchar}*)*");
-    let part = format!("//{authority}{abempty}|{absolute}|{noscheme}|");
-    format!("(?:{part})(?:\\?{query})?(?:#{query})?")
+    uri_like(false)
 }
 
 #[cfg(test)]

@@ -222,7 +222,7 @@ impl<'a> Generator<'a> {
                 )),
             }
         }
-        if self.opts.draft == Draft::Draft7 {
+        if self.opts.draft != Draft::Draft2020 {
             for k in ["contentMediaType", "contentEncoding"] {
                 if m.contains_key(k) {
                     self.diags.unsupported(
@@ -287,7 +287,7 @@ impl<'a> Generator<'a> {
             let target = refs::lookup(self.root, &target_ptr)
                 .ok_or_else(|| issue(&rp, Some("$ref"), format!("`{r}` does not resolve")))?;
             let f = self.flatten(target, &target_ptr, depth + 1)?;
-            if self.opts.draft == Draft::Draft7 {
+            if self.opts.draft != Draft::Draft2020 {
                 // Draft 7: "all other properties in a $ref object MUST be ignored".
                 return Ok(f);
             }
@@ -320,12 +320,11 @@ impl<'a> Generator<'a> {
                     });
                 }
                 "if" | "then" | "else" | "minContains" | "maxContains" => {}
-                _ => match keywords::classify(k) {
-                    KeywordClass::Enforced => {
+                _ => {
+                    if keywords::classify(k) == KeywordClass::Enforced {
                         own.insert(k.clone(), v.clone());
                     }
-                    _ => {}
-                },
+                }
             }
         }
         if own.get("nullable") == Some(&Value::Bool(true)) {
@@ -450,7 +449,8 @@ impl<'a> Generator<'a> {
                 }
                 "string" => {
                     if let Some(re) = self.string_regex(m, ptr)? {
-                        let s = Symbol::Terminal(self.term("STRING", &re));
+                        // Named by pointer: a lexer limit on this terminal then says where it is.
+                        let s = Symbol::Terminal(self.term(&format!("string at {ptr}"), &re));
                         self.rule(nt, vec![s]);
                     }
                 }
@@ -710,10 +710,12 @@ impl<'a> Generator<'a> {
             if l.zip(h).is_some_and(|(a, b)| a > b) {
                 return Ok(None);
             }
-            return Ok(number_lang::integer_regex(number_lang::IntRange {
-                lo: l,
-                hi: h,
-            }));
+            let range = number_lang::IntRange { lo: l, hi: h };
+            return Ok(if self.opts.draft == Draft::Draft4 {
+                number_lang::plain_integer_regex(range)
+            } else {
+                number_lang::integer_regex(range)
+            });
         }
         if lo.or(hi).or(lo_ex).or(hi_ex).is_none() {
             return Ok(Some(number_lang::ANY_NUMBER.to_string()));
@@ -876,18 +878,7 @@ impl<'a> Generator<'a> {
             return Ok(());
         }
         let cap = max.unwrap_or((prefix.len() as u64).max(min).max(1));
-        if cap > MAX_COUNTED {
-            let kw = if max.is_some() {
-                "maxItems"
-            } else {
-                "minItems"
-            };
-            return Err(issue(
-                &child(ptr, kw),
-                Some(kw),
-                format!("more than {MAX_COUNTED} counted array positions (the limit on counters)"),
-            ));
-        }
+        check_counter(cap, max.is_some(), ptr, ("maxItems", "minItems"))?;
         let mut item_nts = Vec::new();
         for (s, p) in &prefix {
             item_nts.push(self.value_nt(s, p)?);
@@ -1060,6 +1051,13 @@ impl<'a> Generator<'a> {
                     .map_err(|e| issue(&child(&pp, p), Some("patternProperties"), e))?;
                 extras.push((string_lang::unanchored(&h), s.clone(), child(&pp, p)));
             }
+            if !additional_false {
+                // Lenient (strict stopped above): other names with the additional
+                // schema too, so the grammar stays a superset.
+                let keys = string_lang::none_of(&declared);
+                let v = additional.clone().unwrap_or(json!(true));
+                extras.push((keys, v, child(ptr, "additionalProperties")));
+            }
         } else if !additional_false {
             let mut keys = string_lang::none_of(&declared);
             if let Some(n) = &names {
@@ -1111,18 +1109,7 @@ impl<'a> Generator<'a> {
             max = None;
         }
         let cap = max.unwrap_or(min.max(1));
-        if cap > MAX_COUNTED {
-            let kw = if max.is_some() {
-                "maxProperties"
-            } else {
-                "minProperties"
-            };
-            return Err(issue(
-                &child(ptr, kw),
-                Some(kw),
-                format!("more than {MAX_COUNTED} counted properties (the limit on counters)"),
-            ));
-        }
+        check_counter(cap, max.is_some(), ptr, ("maxProperties", "minProperties"))?;
         // Symbols of each slot and extra member.
         let colon = self.lit(":");
         let comma = self.lit(",");
@@ -1136,7 +1123,7 @@ impl<'a> Generator<'a> {
         for (h, s, p) in &extras {
             let re = string_lang::string_terminal(h)
                 .map_err(|e| issue(p, Some("patternProperties"), e))?;
-            let key = Symbol::Terminal(self.term("KEY", &re));
+            let key = Symbol::Terminal(self.term(&format!("property name at {p}"), &re));
             let v = self.value_nt(s, p)?;
             extra_syms.push((key, v));
         }
@@ -1160,8 +1147,7 @@ impl<'a> Generator<'a> {
                 };
                 let can_add = max.is_none_or(|x| c < x);
                 let sep = if c > 0 { vec![comma] } else { vec![] };
-                if i < n {
-                    let (key, v, req) = slot_syms[i];
+                if let Some(&(key, v, req)) = slot_syms.get(i) {
                     if !req {
                         let skip = get(self, i + 1, c)?;
                         self.rule(here, vec![Symbol::Nonterminal(skip)]);
@@ -1214,6 +1200,20 @@ impl<'a> Generator<'a> {
         let listed = enum_values(m).is_none_or(|e| e.contains(&v));
         value_has_type(&v, &types) && listed && self.instance_ok(&v, m)
     }
+}
+
+/// Counter nonterminals are bounded ([`MAX_COUNTED`]); the error names the keyword
+/// that set the bound (`keywords`: the upper one, the lower one).
+fn check_counter(cap: u64, has_max: bool, ptr: &str, keywords: (&str, &str)) -> R<()> {
+    if cap <= MAX_COUNTED {
+        return Ok(());
+    }
+    let kw = if has_max { keywords.0 } else { keywords.1 };
+    Err(issue(
+        &child(ptr, kw),
+        Some(kw),
+        format!("{cap} counted positions: more than {MAX_COUNTED} (the limit on counters)"),
+    ))
 }
 
 /// A count keyword (`minLength`, `maxItems`, …): a non-negative integer, also when

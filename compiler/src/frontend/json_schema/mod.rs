@@ -60,8 +60,10 @@ pub enum Draft {
     /// Draft 2020-12 (and 2019-09): `$ref` beside other keywords is a conjunction.
     #[default]
     Draft2020,
-    /// Draft 7 (and 6, 4): keywords beside `$ref` are ignored, as that draft says.
+    /// Draft 7 (and 6): keywords beside `$ref` are ignored, as that draft says.
     Draft7,
+    /// Draft 4 (and 3): as draft 7, and an integer has no fraction (`1.0` is not one).
+    Draft4,
 }
 
 /// Options of the schema front end.
@@ -74,7 +76,7 @@ pub struct SchemaOptions {
     pub whitespace: Whitespace,
     /// Property order policy.
     pub order: PropertyOrder,
-    /// Draft (by default from `$schema`: draft-04/06/07 URIs select [`Draft::Draft7`]).
+    /// Draft (by default from `$schema`: draft-06/07 URIs select [`Draft::Draft7`], draft-03/04 [`Draft::Draft4`]).
     pub draft: Draft,
 }
 
@@ -121,10 +123,9 @@ pub struct SchemaGrammar {
 /// The draft a schema declares with `$schema`, if it declares one.
 pub fn declared_draft(schema: &Value) -> Option<Draft> {
     let s = schema.get("$schema")?.as_str()?;
-    if ["draft-04", "draft-06", "draft-07", "draft-03"]
-        .iter()
-        .any(|d| s.contains(d))
-    {
+    if ["draft-04", "draft-03"].iter().any(|d| s.contains(d)) {
+        Some(Draft::Draft4)
+    } else if ["draft-06", "draft-07"].iter().any(|d| s.contains(d)) {
         Some(Draft::Draft7)
     } else {
         Some(Draft::Draft2020)

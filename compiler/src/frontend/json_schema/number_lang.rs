@@ -169,6 +169,11 @@ fn signed_integers(r: IntRange) -> Option<String> {
     }
 }
 
+/// JSON text of the integer values in `r` without a fraction (draft 4's `integer`).
+pub fn plain_integer_regex(r: IntRange) -> Option<String> {
+    signed_integers(r)
+}
+
 /// JSON text of the integer values in `r` (zero fractions allowed); `None`: empty.
 pub fn integer_regex(r: IntRange) -> Option<String> {
     signed_integers(r).map(|s| format!("{s}{ZERO_FRACTION}"))
