@@ -507,6 +507,13 @@ impl<'a> Generator<'a> {
                     | "maxProperties"
                     | "required"
             ) || keywords::classify(k) == KeywordClass::Annotation;
+            let decidable = decidable
+                && (k != "format" || m[k].as_str().and_then(formats::format_regex).is_some())
+                && (k != "pattern"
+                    || m[k]
+                        .as_str()
+                        .and_then(|p| ecma_regex::translate(p).ok())
+                        .is_some_and(|r| regex_automata::meta::Regex::new(&r).is_ok()));
             if !decidable {
                 self.diags.unsupported(
                     &child(ptr, k),
