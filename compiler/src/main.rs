@@ -36,16 +36,20 @@ struct Cli {
 enum Command {
     /// Parse and normalize a grammar, print a summary and the LR conflicts (GLR forks).
     Check {
-        /// The grammar (.lark).
+        /// The grammar (.lark) or JSON Schema (.json).
         grammar: PathBuf,
+        #[command(flatten)]
+        source: SourceArgs,
         /// Limit on LR(1) states, as for `compile`: past it the grammar is refused.
         #[arg(long, default_value_t = lr::DEFAULT_MAX_STATES)]
         max_lr_states: usize,
     },
     /// Compile a grammar for a tokenizer into an artifact (.smask).
     Compile {
-        /// The grammar (.lark).
+        /// The grammar (.lark) or JSON Schema (.json).
         grammar: PathBuf,
+        #[command(flatten)]
+        source: SourceArgs,
         /// Tokenizer: tiktoken:o200k_base | tiktoken:cl100k_base | hf:PATH/tokenizer.json | bytes.
         #[arg(long)]
         tokenizer: String,
@@ -138,6 +142,61 @@ enum Command {
     },
 }
 
+/// How to read the grammar file: Lark, or JSON Schema (by `.json` or `--format`).
+#[derive(clap::Args)]
+struct SourceArgs {
+    /// Grammar format: lark | json-schema (default: json-schema for *.json, else lark).
+    #[arg(long)]
+    format: Option<String>,
+    /// JSON Schema: unsupported keywords become listed warnings instead of errors.
+    #[arg(long)]
+    lenient: bool,
+    /// JSON Schema: whitespace between tokens: compact (none) | free.
+    #[arg(long, default_value = "compact")]
+    whitespace: String,
+    /// JSON Schema: property order: declared | sorted.
+    #[arg(long, default_value = "declared")]
+    property_order: String,
+}
+
+/// Reads and lexes the grammar in either format, printing schema warnings to stderr;
+/// returns it with its source text.
+fn load_source(path: &Path, args: &SourceArgs) -> Result<(LexedGrammar, String), Failure> {
+    use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
+    let is_schema = match args.format.as_deref() {
+        Some("json-schema") => true,
+        Some("lark") => false,
+        Some(other) => {
+            return Err(format!("unknown --format `{other}` (lark | json-schema)").into())
+        }
+        None => path.extension().is_some_and(|e| e == "json"),
+    };
+    let source = pipeline::read_grammar_file(path)?;
+    let name = path.display().to_string();
+    if !is_schema {
+        return Ok((pipeline::lex_grammar_source(&source, &name)?, source));
+    }
+    let options = SchemaOptions {
+        lenient: args.lenient,
+        whitespace: match args.whitespace.as_str() {
+            "compact" => Whitespace::Compact,
+            "free" => Whitespace::Free,
+            w => return Err(format!("unknown --whitespace `{w}` (compact | free)").into()),
+        },
+        order: match args.property_order.as_str() {
+            "declared" => PropertyOrder::Declared,
+            "sorted" => PropertyOrder::Sorted,
+            o => return Err(format!("unknown --property-order `{o}` (declared | sorted)").into()),
+        },
+        ..Default::default()
+    };
+    let (lexed, warnings) = pipeline::lex_schema_source(&source, &name, &options)?;
+    for w in &warnings {
+        eprintln!("warning: {name}: {w}");
+    }
+    Ok((lexed, source))
+}
+
 /// A failure and its exit code.
 struct Failure {
     code: u8,
@@ -171,10 +230,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check {
             grammar,
+            source,
             max_lr_states,
-        } => check(&grammar, max_lr_states),
+        } => check(&grammar, &source, max_lr_states),
         Command::Compile {
             grammar,
+            source,
             tokenizer,
             output,
             max_lr_states,
@@ -185,6 +246,7 @@ fn main() -> ExitCode {
             boundary_dwa_steps,
         } => compile(
             &grammar,
+            &source,
             &tokenizer,
             &output,
             &pipeline::CompileOptions {
@@ -258,8 +320,8 @@ fn main() -> ExitCode {
 
 /// Exit 0 when `compile` would get past the grammar (front end, lexer, LR tables and
 /// lexer configurations under the same limits); exit 2, as `compile`, when it would not.
-fn check(path: &Path, max_lr_states: usize) -> Result<(), Failure> {
-    let LexedGrammar { grammar, dfas } = pipeline::lex_grammar_file(path)?;
+fn check(path: &Path, args: &SourceArgs, max_lr_states: usize) -> Result<(), Failure> {
+    let (LexedGrammar { grammar, dfas }, _) = load_source(path, args)?;
     let nullable = grammar.nullable_nonterminals();
     out!("{}: ok", path.display());
     out!(
@@ -342,6 +404,7 @@ fn spinner(msg: &str) -> ProgressBar {
 
 fn compile(
     path: &Path,
+    args: &SourceArgs,
     spec: &str,
     output: &Path,
     options: &pipeline::CompileOptions,
@@ -355,9 +418,10 @@ fn compile(
             .flatten()
             .collect::<Vec<_>>(),
     )?;
-    let source = pipeline::read_grammar_file(path)?;
+    let (lexed, source) = load_source(path, args)?;
     let bar = spinner("reading");
-    let built = pipeline::build_artifact_from_source(
+    let built = pipeline::build_artifact_from_lexed(
+        lexed,
         &source,
         &path.display().to_string(),
         spec,

@@ -31,6 +31,9 @@ pub enum PipelineError {
     /// The reference engine refused the grammar.
     #[error("{0}")]
     Reference(#[from] ReferenceError),
+    /// The JSON Schema front end refused the schema (naming the keyword and pointer).
+    #[error("{0}")]
+    Schema(#[from] frontend::json_schema::SchemaError),
 }
 
 /// A grammar after the front end and the lexer stage.
@@ -47,6 +50,24 @@ pub fn lex_grammar_source(source: &str, source_name: &str) -> Result<LexedGramma
     let grammar = frontend::parse_grammar(source, source_name)?;
     let dfas = lexer::compile_lexer(&grammar)?;
     Ok(LexedGrammar { grammar, dfas })
+}
+
+/// Builds and lexes the grammar of a JSON Schema (text); also returns the warnings
+/// (unknown keywords; with `options.lenient`, the unsupported keywords not enforced).
+pub fn lex_schema_source(
+    text: &str,
+    source_name: &str,
+    options: &frontend::json_schema::SchemaOptions,
+) -> Result<(LexedGrammar, Vec<frontend::json_schema::SchemaIssue>), PipelineError> {
+    let sg = frontend::json_schema::schema_text_to_grammar(text, source_name, options)?;
+    let dfas = lexer::compile_lexer(&sg.grammar)?;
+    Ok((
+        LexedGrammar {
+            grammar: sg.grammar,
+            dfas,
+        },
+        sg.warnings,
+    ))
 }
 
 /// Reads a grammar file as text (invalid UTF-8 is a located grammar error).
@@ -249,6 +270,19 @@ pub fn build_artifact_from_source(
 ) -> Result<Built, BuildError> {
     progress("front end and lexer");
     let lexed = lex_grammar_source(source, grammar_name)?;
+    build_artifact_from_lexed(lexed, source, grammar_name, spec, options, progress)
+}
+
+/// The compile after the front end: a lexed grammar (from any front end) + tokenizer
+/// spec → artifact bytes. `source` is hashed into the artifact as the grammar source.
+pub fn build_artifact_from_lexed(
+    lexed: LexedGrammar,
+    source: &str,
+    grammar_name: &str,
+    spec: &str,
+    options: &CompileOptions,
+    progress: impl Fn(&str) + Sync,
+) -> Result<Built, BuildError> {
     progress("LR(1) automaton and lexer configurations");
     let compiled = compile_parser(&lexed, options.max_lr_states)?;
     progress("tokenizer");

@@ -93,7 +93,8 @@ pub fn pipeline_error(e: PipelineError) -> PyErr {
         PipelineError::Grammar(g) => grammar_error(&g),
         PipelineError::Vocab(v) => vocab_error(v),
         PipelineError::Io { .. } => ArtifactError::new_err(e.to_string()),
-        PipelineError::Lexer(_) | PipelineError::Reference(_) => {
+        // A schema error names the keyword and its JSON pointer: a grammar error.
+        PipelineError::Lexer(_) | PipelineError::Reference(_) | PipelineError::Schema(_) => {
             GrammarError::new_err(e.to_string())
         }
     }

@@ -13,6 +13,7 @@
 mod ast;
 mod common;
 mod error;
+pub mod json_schema;
 mod normalize;
 mod regex_translate;
 mod terminals;

@@ -1,0 +1,1531 @@
+//! Schema → Grammar IR, built directly (one nonterminal per distinct subschema).
+//!
+//! Every subschema becomes a nonterminal whose alternatives are the JSON types it
+//! allows; `$ref`s and identical subschemas share one nonterminal (memoized by the
+//! schema's JSON text, so recursion through `$ref` terminates). `allOf` and `$ref` with
+//! siblings are merged into one schema object first ([`super::merge`]); `anyOf`/`oneOf`
+//! distribute over the rest of their schema (`S ∧ (A ∨ B) = (S ∧ A) ∨ (S ∧ B)`).
+//! Objects and arrays with counts become counter nonterminals (`M(slot, count)`).
+
+use super::keywords::{self, Diagnostics, KeywordClass};
+use super::refs::{self, child, RefIndex};
+use super::{
+    ecma_regex, formats, merge, number_lang, string_lang, Draft, PropertyOrder, SchemaIssue,
+    SchemaOptions, Whitespace,
+};
+use regex_syntax::hir::Hir;
+use serde_json::{json, Map, Value};
+use stackmask_formats::{Grammar, Nonterminal, Rule, Symbol, Terminal};
+use std::collections::HashMap;
+
+type R<T> = Result<T, SchemaIssue>;
+
+/// Limit on nonterminals (anyOf products and counters can multiply).
+pub const MAX_NONTERMINALS: usize = 200_000;
+/// Limit on counted positions of one array or object (`maxItems: 100000`).
+pub const MAX_COUNTED: u64 = 1024;
+/// Limit on nested `allOf`/`$ref` inlining (a cycle through `allOf` never ends).
+const MAX_INLINE_DEPTH: usize = 64;
+
+fn issue(pointer: &str, keyword: Option<&str>, message: impl Into<String>) -> SchemaIssue {
+    SchemaIssue {
+        pointer: pointer.to_string(),
+        keyword: keyword.map(String::from),
+        message: message.into(),
+    }
+}
+
+/// A schema object with `$ref` and `allOf` inlined and `anyOf`/`oneOf` set apart.
+struct Flat {
+    map: Map<String, Value>,
+    groups: Vec<Group>,
+    never: bool,
+}
+
+/// One `anyOf` or `oneOf` list.
+#[derive(Clone)]
+struct Group {
+    branches: Vec<Value>,
+    pointer: String,
+    one_of: bool,
+}
+
+/// The builder: grammar under construction plus the schema context.
+pub struct Generator<'a> {
+    root: &'a Value,
+    opts: SchemaOptions,
+    refs: RefIndex,
+    /// Warnings (lenient mode, unknown keywords).
+    pub diags: Diagnostics,
+    terminals: Vec<Terminal>,
+    term_by_regex: HashMap<String, u32>,
+    nonterminals: Vec<Nonterminal>,
+    rules: Vec<Rule>,
+    memo: HashMap<String, u32>,
+}
+
+const ALL_TYPES: [&str; 6] = ["null", "boolean", "number", "string", "array", "object"];
+
+impl<'a> Generator<'a> {
+    /// A generator for one schema document.
+    pub fn new(root: &'a Value, opts: SchemaOptions) -> Self {
+        Generator {
+            root,
+            opts,
+            refs: RefIndex::new(root),
+            diags: Diagnostics {
+                lenient: opts.lenient,
+                warnings: Vec::new(),
+            },
+            terminals: Vec::new(),
+            term_by_regex: HashMap::new(),
+            nonterminals: Vec::new(),
+            rules: Vec::new(),
+            memo: HashMap::new(),
+        }
+    }
+
+    /// Builds the grammar whose start symbol derives the root schema's values.
+    pub fn build(mut self, source_name: &str) -> R<(Grammar, Vec<SchemaIssue>)> {
+        let start = self.new_nt("start")?;
+        let root = self.value_nt(self.root, "#")?;
+        self.rules.push(Rule {
+            lhs: start,
+            rhs: vec![Symbol::Nonterminal(root)],
+        });
+        let mut ignore = Vec::new();
+        if self.opts.whitespace == Whitespace::Free {
+            ignore.push(self.term("WS", "[ \\t\\n\\r]+"));
+        }
+        let grammar = Grammar {
+            source_name: source_name.to_string(),
+            terminals: self.terminals,
+            nonterminals: self.nonterminals,
+            rules: self.rules,
+            start,
+            ignore,
+            allow_initial_skip: false,
+        };
+        let grammar = prune(grammar).unwrap_or_else(|| empty_language(source_name));
+        Ok((grammar, self.diags.warnings))
+    }
+
+    fn new_nt(&mut self, name: &str) -> R<u32> {
+        if self.nonterminals.len() >= MAX_NONTERMINALS {
+            return Err(issue(
+                "#",
+                None,
+                format!("the schema expands to more than {MAX_NONTERMINALS} nonterminals (the limit on grammar size)"),
+            ));
+        }
+        self.nonterminals.push(Nonterminal {
+            name: name.to_string(),
+        });
+        Ok(self.nonterminals.len() as u32 - 1)
+    }
+
+    fn term(&mut self, name: &str, regex: &str) -> u32 {
+        if let Some(&t) = self.term_by_regex.get(regex) {
+            return t;
+        }
+        self.terminals.push(Terminal {
+            name: name.to_string(),
+            regex: regex.to_string(),
+            lazy: false,
+            priority: 0,
+            defined_at: None,
+        });
+        let t = self.terminals.len() as u32 - 1;
+        self.term_by_regex.insert(regex.to_string(), t);
+        t
+    }
+
+    fn lit(&mut self, text: &str) -> Symbol {
+        let name = text.to_string();
+        Symbol::Terminal(self.term(&name, &regex_syntax::escape(text)))
+    }
+
+    fn rule(&mut self, lhs: u32, rhs: Vec<Symbol>) {
+        self.rules.push(Rule { lhs, rhs });
+    }
+
+    /// The nonterminal of a subschema (shared by every place with the same schema).
+    fn value_nt(&mut self, schema: &Value, ptr: &str) -> R<u32> {
+        let key = serde_json::to_string(schema).expect("a JSON value serializes");
+        if let Some(&nt) = self.memo.get(&key) {
+            return Ok(nt);
+        }
+        let nt = self.new_nt(&format!("value@{ptr}"))?;
+        self.memo.insert(key, nt);
+        self.fill(nt, schema, ptr)?;
+        Ok(nt)
+    }
+
+    fn fill(&mut self, nt: u32, schema: &Value, ptr: &str) -> R<()> {
+        let flat = self.flatten(schema, ptr, 0)?;
+        if flat.never {
+            return Ok(());
+        }
+        let Some(group) = flat.groups.first().cloned() else {
+            return self.typed(nt, &flat.map, ptr);
+        };
+        if group.one_of && !self.disjoint(&group.branches, &group.pointer)? {
+            self.diags.unsupported(
+                &group.pointer,
+                "oneOf",
+                "`oneOf` whose branches are not provably disjoint (exactly-one cannot be checked by a grammar); lenient: read as `anyOf`",
+            )?;
+        }
+        let mut rest = flat.map.clone();
+        let others: Vec<Value> = flat.groups[1..]
+            .iter()
+            .map(|g| json!({ if g.one_of { "oneOf" } else { "anyOf" }: g.branches }))
+            .collect();
+        let trivial = rest.is_empty() && others.is_empty();
+        if !others.is_empty() {
+            rest.insert("allOf".into(), Value::Array(others));
+        }
+        for (i, b) in group.branches.iter().enumerate() {
+            let p = child(&group.pointer, &i.to_string());
+            let c = if trivial {
+                self.value_nt(b, &p)?
+            } else {
+                self.value_nt(&json!({"allOf": [Value::Object(rest.clone()), b]}), &p)?
+            };
+            self.rule(nt, vec![Symbol::Nonterminal(c)]);
+        }
+        Ok(())
+    }
+
+    /// Reports unsupported and unknown keywords of one schema object.
+    fn check_keywords(&mut self, m: &Map<String, Value>, ptr: &str) -> R<()> {
+        for k in m.keys() {
+            match keywords::classify(k) {
+                KeywordClass::Annotation | KeywordClass::Enforced => {}
+                KeywordClass::Unsupported => {
+                    let msg = match k.as_str() {
+                        "contains" => "`contains` is not supported",
+                        "dependentRequired" | "dependencies" | "dependentSchemas" => {
+                            "conditional requirements between properties are not supported"
+                        }
+                        "unevaluatedProperties" | "unevaluatedItems" => {
+                            "`unevaluated*` keywords are not supported"
+                        }
+                        _ => "dynamic references are not supported",
+                    };
+                    self.diags.unsupported(&child(ptr, k), k, msg)?;
+                }
+                KeywordClass::Unknown => self.diags.warn(issue(
+                    &child(ptr, k),
+                    Some(k),
+                    "unknown keyword: no effect (JSON Schema ignores unknown keywords)",
+                )),
+            }
+        }
+        if self.opts.draft != Draft::Draft2020 {
+            for k in ["contentMediaType", "contentEncoding"] {
+                if m.contains_key(k) {
+                    self.diags.unsupported(
+                        &child(ptr, k),
+                        k,
+                        "draft 7 lets validators assert content; decoding content is not supported",
+                    )?;
+                }
+            }
+        }
+        if ptr == "#" {
+            if let Some(Value::String(s)) = m.get("$schema") {
+                if !s.contains("json-schema.org/") {
+                    self.diags.unsupported(
+                        &child(ptr, "$schema"),
+                        "$schema",
+                        format!("meta-schema `{s}` (custom vocabularies are not supported)"),
+                    )?;
+                }
+            }
+        }
+        if m.contains_key("if") && (m.contains_key("then") || m.contains_key("else")) {
+            self.diags.unsupported(
+                &child(ptr, "if"),
+                "if",
+                "`if`/`then`/`else` is not supported",
+            )?;
+        }
+        Ok(())
+    }
+
+    fn flatten(&mut self, schema: &Value, ptr: &str, depth: usize) -> R<Flat> {
+        if depth > MAX_INLINE_DEPTH {
+            return Err(issue(
+                ptr,
+                Some("allOf"),
+                format!("`allOf`/`$ref` nested deeper than {MAX_INLINE_DEPTH} (a reference cycle through `allOf`?)"),
+            ));
+        }
+        let m = match schema {
+            Value::Bool(b) => {
+                return Ok(Flat {
+                    map: Map::new(),
+                    groups: Vec::new(),
+                    never: !b,
+                })
+            }
+            Value::Object(m) => m,
+            _ => return Err(issue(ptr, None, "a schema must be an object or a boolean")),
+        };
+        self.check_keywords(m, ptr)?;
+        let mut parts: Vec<(Flat, String)> = Vec::new();
+        if let Some(r) = m.get("$ref") {
+            let rp = child(ptr, "$ref");
+            let r = r
+                .as_str()
+                .ok_or_else(|| issue(&rp, Some("$ref"), "`$ref` must be a string"))?;
+            let target_ptr = self
+                .refs
+                .resolve(self.root, r)
+                .map_err(|e| issue(&rp, Some("$ref"), e))?;
+            let target = refs::lookup(self.root, &target_ptr)
+                .ok_or_else(|| issue(&rp, Some("$ref"), format!("`{r}` does not resolve")))?;
+            let f = self.flatten(target, &target_ptr, depth + 1)?;
+            if self.opts.draft != Draft::Draft2020 {
+                // Draft 7: "all other properties in a $ref object MUST be ignored".
+                return Ok(f);
+            }
+            parts.push((f, target_ptr));
+        }
+        let mut own = Map::new();
+        let mut groups = Vec::new();
+        for (k, v) in m {
+            let kp = child(ptr, k);
+            match k.as_str() {
+                "$ref" => {}
+                "allOf" => {
+                    let arr = v
+                        .as_array()
+                        .ok_or_else(|| issue(&kp, Some("allOf"), "`allOf` must be an array"))?;
+                    for (i, b) in arr.iter().enumerate() {
+                        let bp = child(&kp, &i.to_string());
+                        let f = self.flatten(b, &bp, depth + 1)?;
+                        parts.push((f, bp));
+                    }
+                }
+                "anyOf" | "oneOf" => {
+                    let arr = v
+                        .as_array()
+                        .ok_or_else(|| issue(&kp, Some(k), format!("`{k}` must be an array")))?;
+                    groups.push(Group {
+                        branches: arr.clone(),
+                        pointer: kp,
+                        one_of: k == "oneOf",
+                    });
+                }
+                "if" | "then" | "else" | "minContains" | "maxContains" => {}
+                _ => {
+                    if keywords::classify(k) == KeywordClass::Enforced {
+                        own.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        if own.get("nullable") == Some(&Value::Bool(true)) {
+            if let Some(t) = own.get("type") {
+                let mut ts = merge::types_of(t);
+                if !ts.iter().any(|t| t == "null") {
+                    ts.push("null".into());
+                }
+                own.insert("type".into(), json!(ts));
+            }
+            if let Some(Value::Array(e)) = own.get_mut("enum") {
+                if !e.contains(&Value::Null) {
+                    e.push(Value::Null);
+                }
+            }
+        }
+        own.remove("nullable");
+        let mut flat = Flat {
+            map: own,
+            groups,
+            never: false,
+        };
+        for (p, pp) in parts {
+            if p.never {
+                flat.never = true;
+            }
+            match merge::merge(&flat.map, &p.map) {
+                Ok(mm) => flat.map = mm,
+                Err((kw, msg)) => {
+                    self.diags.unsupported(&child(&pp, &kw), &kw, msg)?;
+                    // Lenient: keep the first side's value.
+                    for (k, v) in p.map {
+                        flat.map.entry(k).or_insert(v);
+                    }
+                }
+            }
+            flat.groups.extend(p.groups);
+        }
+        Ok(flat)
+    }
+
+    /// Whether the branches of a `oneOf` can never both match one value: they allow
+    /// disjoint types, or disjoint `const`/`enum` sets, or are objects whose shared
+    /// required property has disjoint `const`/`enum` values.
+    fn disjoint(&mut self, branches: &[Value], ptr: &str) -> R<bool> {
+        let mut infos = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            let f = self.flatten(b, &child(ptr, &i.to_string()), 0)?;
+            if !f.groups.is_empty() {
+                return Ok(false);
+            }
+            infos.push(f.map);
+        }
+        for i in 0..infos.len() {
+            for j in i + 1..infos.len() {
+                if !pair_disjoint(self, &infos[i], &infos[j])? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Alternatives for the types a flat schema allows.
+    fn typed(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<()> {
+        let types = allowed_types(m, ptr)?;
+        if let Some(values) = enum_values(m) {
+            self.check_enum_siblings(m, ptr)?;
+            for v in values {
+                if value_has_type(&v, &types) && self.instance_ok(&v, m) {
+                    let syms = self.const_symbols(&v);
+                    self.rule(nt, syms);
+                }
+            }
+            return Ok(());
+        }
+        if m.get("not").is_some() {
+            self.check_not(m, ptr)?;
+        }
+        let not_types = not_types(m);
+        for t in types.iter().filter(|t| !not_types.contains(t)) {
+            match t.as_str() {
+                "null" => {
+                    let s = self.lit("null");
+                    self.rule(nt, vec![s]);
+                }
+                "boolean" => {
+                    for b in ["true", "false"] {
+                        let s = self.lit(b);
+                        self.rule(nt, vec![s]);
+                    }
+                }
+                "number" if not_types.iter().any(|x| x == "integer") => {
+                    // Numbers that are not integers: a nonzero fraction and no exponent
+                    // (whether `1.5e1` is integral is not a regular property).
+                    if m.keys().any(|k| {
+                        matches!(
+                            k.as_str(),
+                            "minimum"
+                                | "maximum"
+                                | "exclusiveMinimum"
+                                | "exclusiveMaximum"
+                                | "multipleOf"
+                        )
+                    }) {
+                        self.diags.unsupported(
+                            &child(ptr, "not"),
+                            "not",
+                            "`not: {\"type\": \"integer\"}` beside numeric bounds",
+                        )?;
+                    }
+                    let re = "-?(?:0|[1-9][0-9]*)\\.0*[1-9][0-9]*";
+                    let s = Symbol::Terminal(self.term("NON_INTEGER", re));
+                    self.rule(nt, vec![s]);
+                }
+                "integer" | "number" => {
+                    if let Some(re) = self.number_regex(m, ptr, t == "integer")? {
+                        let name = if t == "integer" { "INTEGER" } else { "NUMBER" };
+                        let s = Symbol::Terminal(self.term(name, &re));
+                        self.rule(nt, vec![s]);
+                    }
+                }
+                "string" => {
+                    if let Some(re) = self.string_regex(m, ptr)? {
+                        // Named by pointer: a lexer limit on this terminal then says where it is.
+                        let s = Symbol::Terminal(self.term(&format!("string at {ptr}"), &re));
+                        self.rule(nt, vec![s]);
+                    }
+                }
+                "array" => self.array(nt, m, ptr)?,
+                "object" => self.object(nt, m, ptr)?,
+                _ => unreachable!("allowed_types checks names"),
+            }
+        }
+        Ok(())
+    }
+
+    /// `not`: the forms with an exact grammar are `not: {type: ...}` (the complement of
+    /// the types) and `not: {}`/`true` (nothing); others are reported.
+    fn check_not(&mut self, m: &Map<String, Value>, ptr: &str) -> R<()> {
+        let n = &m["not"];
+        let ok = match n {
+            Value::Bool(_) => true,
+            Value::Object(o) => o
+                .keys()
+                .all(|k| k == "type" || keywords::classify(k) == KeywordClass::Annotation),
+            _ => false,
+        };
+        if !ok {
+            self.diags.unsupported(
+                &child(ptr, "not"),
+                "not",
+                "`not` is supported only as `not: {\"type\": ...}` or a boolean",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The JSON values of an `enum`/`const` are written as they are; other assertions
+    /// beside them must be ones [`Self::instance_ok`] can decide.
+    fn check_enum_siblings(&mut self, m: &Map<String, Value>, ptr: &str) -> R<()> {
+        for k in m.keys() {
+            let decidable = matches!(
+                k.as_str(),
+                "type"
+                    | "enum"
+                    | "const"
+                    | "minLength"
+                    | "maxLength"
+                    | "pattern"
+                    | "format"
+                    | "minimum"
+                    | "maximum"
+                    | "exclusiveMinimum"
+                    | "exclusiveMaximum"
+                    | "multipleOf"
+                    | "minItems"
+                    | "maxItems"
+                    | "minProperties"
+                    | "maxProperties"
+                    | "required"
+            ) || keywords::classify(k) == KeywordClass::Annotation;
+            let decidable = decidable
+                && (k != "format" || m[k].as_str().and_then(formats::format_regex).is_some())
+                && (k != "pattern"
+                    || m[k]
+                        .as_str()
+                        .and_then(|p| ecma_regex::translate(p).ok())
+                        .is_some_and(|r| regex_automata::meta::Regex::new(&r).is_ok()));
+            if !decidable {
+                self.diags.unsupported(
+                    &child(ptr, k),
+                    k,
+                    format!("`{k}` beside `enum`/`const` is not checked against the listed values"),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a listed value satisfies the (decidable) assertions of a flat schema.
+    fn instance_ok(&self, v: &Value, m: &Map<String, Value>) -> bool {
+        let num = |k: &str| m.get(k).and_then(Value::as_f64);
+        match v {
+            Value::String(s) => {
+                let n = s.chars().count() as f64;
+                if num("minLength").is_some_and(|x| n < x)
+                    || num("maxLength").is_some_and(|x| n > x)
+                {
+                    return false;
+                }
+                if let Some(Value::String(p)) = m.get("pattern") {
+                    let ok = ecma_regex::translate(p)
+                        .ok()
+                        .and_then(|r| regex_automata::meta::Regex::new(&r).ok())
+                        .is_some_and(|re| re.is_match(s));
+                    if !ok {
+                        return false;
+                    }
+                }
+                if let Some(Value::String(f)) = m.get("format") {
+                    if let Some(re) = formats::format_regex(f) {
+                        let ok = regex_automata::meta::Regex::new(&format!("^(?:{re})$"))
+                            .is_ok_and(|re| re.is_match(s));
+                        if !ok {
+                            return false;
+                        }
+                    }
+                }
+                true
+            }
+            Value::Number(x) => {
+                let x = x.as_f64().unwrap_or(f64::NAN);
+                !(num("minimum").is_some_and(|b| x < b)
+                    || num("maximum").is_some_and(|b| x > b)
+                    || num("exclusiveMinimum").is_some_and(|b| x <= b)
+                    || num("exclusiveMaximum").is_some_and(|b| x >= b)
+                    || num("multipleOf").is_some_and(|k| (x / k).fract() != 0.0))
+            }
+            Value::Array(a) => {
+                let n = a.len() as f64;
+                !(num("minItems").is_some_and(|b| n < b) || num("maxItems").is_some_and(|b| n > b))
+            }
+            Value::Object(o) => {
+                let n = o.len() as f64;
+                let req_ok = m.get("required").and_then(Value::as_array).is_none_or(|r| {
+                    r.iter()
+                        .all(|k| k.as_str().is_some_and(|k| o.contains_key(k)))
+                });
+                req_ok
+                    && !(num("minProperties").is_some_and(|b| n < b)
+                        || num("maxProperties").is_some_and(|b| n > b))
+            }
+            _ => true,
+        }
+    }
+
+    /// The grammar symbols of one JSON value, written compactly in its own key order.
+    fn const_symbols(&mut self, v: &Value) -> Vec<Symbol> {
+        match v {
+            Value::Array(a) => {
+                let mut out = vec![self.lit("[")];
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(self.lit(","));
+                    }
+                    out.extend(self.const_symbols(x));
+                }
+                out.push(self.lit("]"));
+                out
+            }
+            Value::Object(o) => {
+                let mut out = vec![self.lit("{")];
+                for (i, (k, x)) in o.iter().enumerate() {
+                    if i > 0 {
+                        out.push(self.lit(","));
+                    }
+                    out.push(self.lit(&string_lang::literal_text(k)));
+                    out.push(self.lit(":"));
+                    out.extend(self.const_symbols(x));
+                }
+                out.push(self.lit("}"));
+                out
+            }
+            Value::Number(n) => {
+                // 1 and 1.0 are the same JSON Schema value.
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                if f.fract() == 0.0 && f.abs() < 1e30 {
+                    let i = f as i128;
+                    let re = number_lang::integer_regex(number_lang::IntRange {
+                        lo: Some(i),
+                        hi: Some(i),
+                    })
+                    .expect("a one-value range");
+                    Symbol::Terminal(self.term(&n.to_string(), &re))
+                } else {
+                    self.lit(&n.to_string())
+                }
+                .into_vec()
+            }
+            other => vec![self.lit(&other.to_string())],
+        }
+    }
+
+    fn number_regex(
+        &mut self,
+        m: &Map<String, Value>,
+        ptr: &str,
+        integer: bool,
+    ) -> R<Option<String>> {
+        let bound = |k: &str| -> R<Option<f64>> {
+            match m.get(k) {
+                None => Ok(None),
+                Some(Value::Number(n)) => Ok(n.as_f64()),
+                Some(Value::Bool(_)) => Ok(None),
+                Some(_) => Err(issue(
+                    &child(ptr, k),
+                    Some(k),
+                    format!("`{k}` must be a number"),
+                )),
+            }
+        };
+        let mut lo = bound("minimum")?;
+        let mut hi = bound("maximum")?;
+        let mut lo_ex = bound("exclusiveMinimum")?;
+        let mut hi_ex = bound("exclusiveMaximum")?;
+        // Draft 4: boolean exclusiveMinimum/exclusiveMaximum modify minimum/maximum.
+        if m.get("exclusiveMinimum") == Some(&Value::Bool(true)) {
+            lo_ex = lo.take();
+        }
+        if m.get("exclusiveMaximum") == Some(&Value::Bool(true)) {
+            hi_ex = hi.take();
+        }
+        let mut integer = integer;
+        if let Some(k) = m.get("multipleOf") {
+            let k = k.as_f64().unwrap_or(0.0);
+            if k == 1.0 {
+                integer = true;
+            } else if k > 0.0 && integer && k.fract() == 0.0 {
+                self.diags.unsupported(
+                    &child(ptr, "multipleOf"),
+                    "multipleOf",
+                    format!("`multipleOf: {k}` on integers is not supported (only 1)"),
+                )?;
+            } else if k > 0.0 {
+                let digits = (-k.log10()).round();
+                let is_power = digits >= 0.0 && (10f64.powf(-digits) - k).abs() < 1e-12 * k;
+                if !is_power || lo.or(hi).or(lo_ex).or(hi_ex).is_some() || digits > 50.0 {
+                    self.diags.unsupported(
+                        &child(ptr, "multipleOf"),
+                        "multipleOf",
+                        format!("`multipleOf: {k}` is supported only as 1, or as 10^-n on numbers without bounds"),
+                    )?;
+                } else {
+                    return Ok(Some(format!(
+                        "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]{{1,{}}})?",
+                        digits as u32
+                    )));
+                }
+            }
+        }
+        let to_i = |x: f64, k: &str| -> R<i128> {
+            if x.is_finite() && x.abs() < 1e36 {
+                Ok(x as i128)
+            } else {
+                Err(issue(
+                    &child(ptr, k),
+                    Some(k),
+                    format!("bound {x} is out of the supported range (|x| < 1e36)"),
+                ))
+            }
+        };
+        if integer {
+            let mut l: Option<i128> = None;
+            let mut h: Option<i128> = None;
+            if let Some(x) = lo {
+                l = Some(to_i(x.ceil(), "minimum")?);
+            }
+            if let Some(x) = lo_ex {
+                let v = to_i(x.floor(), "exclusiveMinimum")? + 1;
+                l = Some(l.map_or(v, |a| a.max(v)));
+            }
+            if let Some(x) = hi {
+                h = Some(to_i(x.floor(), "maximum")?);
+            }
+            if let Some(x) = hi_ex {
+                let v = to_i(x.ceil(), "exclusiveMaximum")? - 1;
+                h = Some(h.map_or(v, |a| a.min(v)));
+            }
+            if l.zip(h).is_some_and(|(a, b)| a > b) {
+                return Ok(None);
+            }
+            let range = number_lang::IntRange { lo: l, hi: h };
+            return Ok(if self.opts.draft == Draft::Draft4 {
+                number_lang::plain_integer_regex(range)
+            } else {
+                number_lang::integer_regex(range)
+            });
+        }
+        if lo.or(hi).or(lo_ex).or(hi_ex).is_none() {
+            return Ok(Some(number_lang::ANY_NUMBER.to_string()));
+        }
+        // Non-integers: integer bounds only; the tighter of inclusive/exclusive wins.
+        let mut check = |x: Option<f64>, k: &str| -> R<Option<i128>> {
+            match x {
+                Some(v) if v.fract() != 0.0 => {
+                    self.diags.unsupported(
+                        &child(ptr, k),
+                        k,
+                        format!("`{k}: {v}` on a number: only integer bounds are supported there"),
+                    )?;
+                    Ok(None)
+                }
+                Some(v) => Ok(Some(to_i(v, k)?)),
+                None => Ok(None),
+            }
+        };
+        let (l_in, l_ex) = (check(lo, "minimum")?, check(lo_ex, "exclusiveMinimum")?);
+        let (h_in, h_ex) = (check(hi, "maximum")?, check(hi_ex, "exclusiveMaximum")?);
+        let (l, l_excl) = match (l_in, l_ex) {
+            (Some(a), Some(b)) if b >= a => (Some(b), true),
+            (Some(a), _) => (Some(a), false),
+            (None, Some(b)) => (Some(b), true),
+            (None, None) => (None, false),
+        };
+        let (h, h_excl) = match (h_in, h_ex) {
+            (Some(a), Some(b)) if b <= a => (Some(b), true),
+            (Some(a), _) => (Some(a), false),
+            (None, Some(b)) => (Some(b), true),
+            (None, None) => (None, false),
+        };
+        Ok(number_lang::number_regex(l, l_excl, h, h_excl))
+    }
+
+    /// The character language of a string schema (pattern, format, lengths).
+    fn string_chars(&mut self, m: &Map<String, Value>, ptr: &str) -> R<Option<Hir>> {
+        let mut core: Option<(Hir, &str)> = None;
+        if let Some(p) = m.get("pattern") {
+            let kp = child(ptr, "pattern");
+            let p = p
+                .as_str()
+                .ok_or_else(|| issue(&kp, Some("pattern"), "`pattern` must be a string"))?;
+            match ecma_regex::translate(p)
+                .map_err(|e| e.0)
+                .and_then(|r| string_lang::parse_chars(&r))
+            {
+                Ok(h) => core = Some((string_lang::unanchored(&h), "pattern")),
+                Err(e) => self
+                    .diags
+                    .unsupported(&kp, "pattern", format!("pattern `{p}`: {e}"))?,
+            }
+        }
+        if let Some(f) = m.get("format") {
+            let kp = child(ptr, "format");
+            let f = f
+                .as_str()
+                .ok_or_else(|| issue(&kp, Some("format"), "`format` must be a string"))?;
+            match formats::format_regex(f) {
+                Some(re) if core.is_none() => {
+                    let h = string_lang::parse_chars(&re)
+                        .map_err(|e| issue(&kp, Some("format"), format!("internal format regex: {e}")))?;
+                    core = Some((h, "format"));
+                }
+                Some(_) => self.diags.unsupported(
+                    &kp,
+                    "format",
+                    "`format` together with `pattern` (their intersection is not written as one regex)",
+                )?,
+                None => {
+                    let why = formats::why_not(f).unwrap_or("unknown format");
+                    self.diags
+                        .unsupported(&kp, "format", format!("format `{f}`: {why}"))?
+                }
+            }
+        }
+        let (min, max) = (count(m, "minLength", ptr)?, count(m, "maxLength", ptr)?);
+        let h = match (core, min.is_some() || max.is_some()) {
+            (None, _) => string_lang::repeat(
+                string_lang::any_char(),
+                min.unwrap_or(0).min(u32::MAX as u64) as u32,
+                max.map(|x| x.min(u32::MAX as u64) as u32),
+            ),
+            (Some((h, _)), false) => h,
+            (Some((h, what)), true) => {
+                match string_lang::with_length(h.clone(), min.unwrap_or(0), max) {
+                    Some(x) => x,
+                    None => {
+                        let kw = if max.is_some() {
+                            "maxLength"
+                        } else {
+                            "minLength"
+                        };
+                        self.diags.unsupported(
+                            &child(ptr, kw),
+                            kw,
+                            format!("`{kw}` together with this `{what}` (their intersection is not written as one regex)"),
+                        )?;
+                        h
+                    }
+                }
+            }
+        };
+        Ok(Some(h))
+    }
+
+    fn string_regex(&mut self, m: &Map<String, Value>, ptr: &str) -> R<Option<String>> {
+        let Some(h) = self.string_chars(m, ptr)? else {
+            return Ok(None);
+        };
+        string_lang::string_terminal(&h).map(Some).map_err(|e| {
+            issue(
+                ptr,
+                Some("pattern"),
+                format!("cannot write as JSON text: {e}"),
+            )
+        })
+    }
+
+    fn array(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<()> {
+        let mut prefix: Vec<(Value, String)> = Vec::new();
+        let mut rest: Value = json!(true);
+        let mut rest_ptr = ptr.to_string();
+        let items = m.get("items");
+        if let Some(Value::Array(p)) = m.get("prefixItems") {
+            for (i, s) in p.iter().enumerate() {
+                prefix.push((s.clone(), child(&child(ptr, "prefixItems"), &i.to_string())));
+            }
+            if let Some(it) = items {
+                rest = it.clone();
+                rest_ptr = child(ptr, "items");
+            }
+        } else if let Some(Value::Array(p)) = items {
+            for (i, s) in p.iter().enumerate() {
+                prefix.push((s.clone(), child(&child(ptr, "items"), &i.to_string())));
+            }
+            if let Some(a) = m.get("additionalItems") {
+                rest = a.clone();
+                rest_ptr = child(ptr, "additionalItems");
+            }
+        } else if let Some(it) = items {
+            rest = it.clone();
+            rest_ptr = child(ptr, "items");
+        }
+        let min = count(m, "minItems", ptr)?.unwrap_or(0);
+        let mut max = count(m, "maxItems", ptr)?;
+        if rest == json!(false) {
+            let p = prefix.len() as u64;
+            max = Some(max.map_or(p, |x| x.min(p)));
+        }
+        if m.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|x| x > 1) {
+            self.diags.unsupported(
+                &child(ptr, "uniqueItems"),
+                "uniqueItems",
+                "`uniqueItems: true` is supported only with `maxItems` ≤ 1",
+            )?;
+        }
+        if max.is_some_and(|x| x < min) {
+            return Ok(());
+        }
+        let cap = max.unwrap_or((prefix.len() as u64).max(min).max(1));
+        check_counter(cap, max.is_some(), ptr, ("maxItems", "minItems"))?;
+        let mut item_nts = Vec::new();
+        for (s, p) in &prefix {
+            item_nts.push(self.value_nt(s, p)?);
+        }
+        let rest_nt = self.value_nt(&rest, &rest_ptr)?;
+        let pos: Vec<u32> = (0..=cap)
+            .map(|i| self.new_nt(&format!("items@{ptr}#{i}")))
+            .collect::<R<_>>()?;
+        let (open, close, comma) = (self.lit("["), self.lit("]"), self.lit(","));
+        for i in 0..=cap {
+            if i >= min {
+                self.rule(pos[i as usize], vec![]);
+            }
+            if max.is_some_and(|x| i >= x) {
+                continue;
+            }
+            let next = if max.is_none() {
+                (i + 1).min(cap)
+            } else {
+                i + 1
+            };
+            let item = item_nts.get(i as usize).copied().unwrap_or(rest_nt);
+            let mut rhs = Vec::new();
+            if i > 0 {
+                rhs.push(comma);
+            }
+            rhs.push(Symbol::Nonterminal(item));
+            rhs.push(Symbol::Nonterminal(pos[next as usize]));
+            self.rule(pos[i as usize], rhs);
+        }
+        self.rule(nt, vec![open, Symbol::Nonterminal(pos[0]), close]);
+        Ok(())
+    }
+
+    fn object(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<()> {
+        let mut props: Vec<(String, Value)> = m
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        if self.opts.order == PropertyOrder::Sorted {
+            props.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        let required: Vec<String> = m
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let patterns: Vec<(String, Value)> = m
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        let additional = m.get("additionalProperties").cloned();
+        let names = m.get("propertyNames").cloned();
+        let pp = child(ptr, "patternProperties");
+        let mut pattern_res = Vec::new();
+        for (p, _) in &patterns {
+            let re = ecma_regex::translate(p)
+                .map_err(|e| e.0)
+                .and_then(|r| {
+                    regex_automata::meta::Regex::new(&r)
+                        .map(|re| (re, r))
+                        .map_err(|e| e.to_string())
+                })
+                .map_err(|e| {
+                    issue(
+                        &child(&pp, p),
+                        Some("patternProperties"),
+                        format!("pattern `{p}`: {e}"),
+                    )
+                })?;
+            pattern_res.push(re);
+        }
+        let matching = |k: &str| -> Vec<Value> {
+            patterns
+                .iter()
+                .zip(&pattern_res)
+                .filter(|(_, (re, _))| re.is_match(k))
+                .map(|((_, s), _)| s.clone())
+                .collect()
+        };
+        // Slots: declared properties, then required names declared nowhere.
+        let mut slots: Vec<(String, Value, bool, String)> = Vec::new();
+        let mut declared: Vec<String> = Vec::new();
+        for (k, s) in &props {
+            let mut all = vec![s.clone()];
+            all.extend(matching(k));
+            let schema = if all.len() == 1 {
+                s.clone()
+            } else {
+                json!({"allOf": all})
+            };
+            slots.push((
+                k.clone(),
+                schema,
+                required.contains(k),
+                child(&child(ptr, "properties"), k),
+            ));
+            declared.push(k.clone());
+        }
+        for k in &required {
+            if !declared.contains(k) {
+                let hits = matching(k);
+                let schema = if !hits.is_empty() {
+                    json!({"allOf": hits})
+                } else {
+                    additional.clone().unwrap_or(json!(true))
+                };
+                slots.push((k.clone(), schema, true, child(ptr, "required")));
+                declared.push(k.clone());
+            }
+        }
+        // propertyNames on declared names: decided here, per name.
+        if let Some(n) = &names {
+            let np = child(ptr, "propertyNames");
+            let f = self.flatten(n, &np, 0)?;
+            let mut kept = Vec::new();
+            for s in slots {
+                let ok = !f.never && f.groups.is_empty() && self.name_ok(&s.0, &f.map);
+                if !f.groups.is_empty() {
+                    self.diags.unsupported(
+                        &np,
+                        "propertyNames",
+                        "`anyOf`/`oneOf` inside `propertyNames`",
+                    )?;
+                }
+                if ok {
+                    kept.push(s);
+                } else if s.2 {
+                    return Ok(()); // a required name is not allowed: no object.
+                }
+            }
+            slots = kept;
+        }
+        // Members after the declared ones.
+        let mut extras: Vec<(Hir, Value, String)> = Vec::new();
+        let trivial = |v: &Value| v == &json!(true) || v == &json!({});
+        let additional_false = additional.as_ref() == Some(&json!(false));
+        let patterns_matter = patterns.iter().any(|(_, s)| !trivial(s));
+        if !patterns.is_empty() && (additional_false || patterns_matter) {
+            if !additional_false {
+                self.diags.unsupported(
+                    &pp,
+                    "patternProperties",
+                    "`patternProperties` with `additionalProperties` other than false (the other names are a regex complement)",
+                )?;
+            }
+            let first = &patterns[0].1;
+            if patterns.iter().any(|(_, s)| s != first) {
+                self.diags.unsupported(
+                    &pp,
+                    "patternProperties",
+                    "several `patternProperties` with different schemas (names matching two patterns would need both)",
+                )?;
+            }
+            for ((p, s), (re, rust)) in patterns.iter().zip(&pattern_res) {
+                if let Some(k) = declared.iter().find(|k| re.is_match(k)) {
+                    self.diags.unsupported(
+                        &child(&pp, p),
+                        "patternProperties",
+                        format!("declared property `{k}` also matches pattern `{p}`"),
+                    )?;
+                }
+                let h = string_lang::parse_chars(rust)
+                    .map_err(|e| issue(&child(&pp, p), Some("patternProperties"), e))?;
+                extras.push((string_lang::unanchored(&h), s.clone(), child(&pp, p)));
+            }
+            if !additional_false {
+                // Lenient (strict stopped above): other names with the additional
+                // schema too, so the grammar stays a superset.
+                let keys = string_lang::none_of(&declared);
+                let v = additional.clone().unwrap_or(json!(true));
+                extras.push((keys, v, child(ptr, "additionalProperties")));
+            }
+        } else if !additional_false {
+            let mut keys = string_lang::none_of(&declared);
+            if let Some(n) = &names {
+                let np = child(ptr, "propertyNames");
+                if !declared.is_empty() {
+                    self.diags.unsupported(
+                        &np,
+                        "propertyNames",
+                        "`propertyNames` with both declared and additional properties (the names would be a regex intersection)",
+                    )?;
+                } else {
+                    let f = self.flatten(n, &np, 0)?;
+                    if !f.groups.is_empty() {
+                        self.diags.unsupported(
+                            &np,
+                            "propertyNames",
+                            "`anyOf`/`oneOf` inside `propertyNames`",
+                        )?;
+                    }
+                    let strings = allowed_types(&f.map, &np)?.iter().any(|t| t == "string");
+                    if f.never || !strings {
+                        keys = Hir::fail();
+                    } else if let Some(values) = enum_values(&f.map) {
+                        self.check_enum_siblings(&f.map, &np)?;
+                        let words: Vec<Hir> = values
+                            .iter()
+                            .filter(|v| self.name_ok_value(v, &f.map))
+                            .filter_map(|v| v.as_str().map(|s| Hir::literal(s.as_bytes().to_vec())))
+                            .collect();
+                        keys = Hir::alternation(words);
+                    } else if let Some(h) = self.string_chars(&f.map, &np)? {
+                        keys = h;
+                    }
+                }
+            }
+            let ap = child(ptr, "additionalProperties");
+            extras.push((keys, additional.clone().unwrap_or(json!(true)), ap));
+        }
+        let n_req = slots.iter().filter(|s| s.2).count() as u64;
+        let mut min = count(m, "minProperties", ptr)?.unwrap_or(0);
+        let mut max = count(m, "maxProperties", ptr)?;
+        if max.is_some_and(|x| x < n_req.max(min)) {
+            return Ok(());
+        }
+        if min <= n_req {
+            min = 0;
+        }
+        if extras.is_empty() && max.is_some_and(|x| x >= slots.len() as u64) {
+            max = None;
+        }
+        let cap = max.unwrap_or(min.max(1));
+        check_counter(cap, max.is_some(), ptr, ("maxProperties", "minProperties"))?;
+        // Symbols of each slot and extra member.
+        let colon = self.lit(":");
+        let comma = self.lit(",");
+        let mut slot_syms = Vec::new();
+        for (k, s, req, p) in &slots {
+            let key = self.lit(&string_lang::literal_text(k));
+            let v = self.value_nt(s, p)?;
+            slot_syms.push((key, v, *req));
+        }
+        let mut extra_syms = Vec::new();
+        for (h, s, p) in &extras {
+            let re = string_lang::string_terminal(h)
+                .map_err(|e| issue(p, Some("patternProperties"), e))?;
+            let key = Symbol::Terminal(self.term(&format!("property name at {p}"), &re));
+            let v = self.value_nt(s, p)?;
+            extra_syms.push((key, v));
+        }
+        let n = slot_syms.len();
+        let mut table = HashMap::new();
+        let mut get = |g: &mut Self, i: usize, c: u64| -> R<u32> {
+            if let Some(&x) = table.get(&(i, c)) {
+                return Ok(x);
+            }
+            let x = g.new_nt(&format!("members@{ptr}#{i}.{c}"))?;
+            table.insert((i, c), x);
+            Ok(x)
+        };
+        for i in 0..=n {
+            for c in 0..=cap {
+                let here = get(self, i, c)?;
+                let next_c = if max.is_none() {
+                    (c + 1).min(cap)
+                } else {
+                    c + 1
+                };
+                let can_add = max.is_none_or(|x| c < x);
+                let sep = if c > 0 { vec![comma] } else { vec![] };
+                if let Some(&(key, v, req)) = slot_syms.get(i) {
+                    if !req {
+                        let skip = get(self, i + 1, c)?;
+                        self.rule(here, vec![Symbol::Nonterminal(skip)]);
+                    }
+                    if can_add {
+                        let then = get(self, i + 1, next_c)?;
+                        let mut rhs = sep.clone();
+                        rhs.extend([
+                            key,
+                            colon,
+                            Symbol::Nonterminal(v),
+                            Symbol::Nonterminal(then),
+                        ]);
+                        self.rule(here, rhs);
+                    }
+                } else {
+                    if c >= min {
+                        self.rule(here, vec![]);
+                    }
+                    if can_add {
+                        let then = get(self, n, next_c)?;
+                        for &(key, v) in &extra_syms {
+                            let mut rhs = sep.clone();
+                            rhs.extend([
+                                key,
+                                colon,
+                                Symbol::Nonterminal(v),
+                                Symbol::Nonterminal(then),
+                            ]);
+                            self.rule(here, rhs);
+                        }
+                    }
+                }
+            }
+        }
+        let start = get(self, 0, 0)?;
+        let (open, close) = (self.lit("{"), self.lit("}"));
+        self.rule(nt, vec![open, Symbol::Nonterminal(start), close]);
+        Ok(())
+    }
+
+    fn name_ok_value(&self, v: &Value, m: &Map<String, Value>) -> bool {
+        v.as_str().is_some_and(|s| self.name_ok(s, m))
+    }
+
+    /// Whether a property name satisfies a flat `propertyNames` schema.
+    fn name_ok(&self, name: &str, m: &Map<String, Value>) -> bool {
+        let v = Value::String(name.to_string());
+        let types = allowed_types(m, "#").unwrap_or_default();
+        let listed = enum_values(m).is_none_or(|e| e.contains(&v));
+        value_has_type(&v, &types) && listed && self.instance_ok(&v, m)
+    }
+}
+
+/// Counter nonterminals are bounded ([`MAX_COUNTED`]); the error names the keyword
+/// that set the bound (`keywords`: the upper one, the lower one).
+fn check_counter(cap: u64, has_max: bool, ptr: &str, keywords: (&str, &str)) -> R<()> {
+    if cap <= MAX_COUNTED {
+        return Ok(());
+    }
+    let kw = if has_max { keywords.0 } else { keywords.1 };
+    Err(issue(
+        &child(ptr, kw),
+        Some(kw),
+        format!("{cap} counted positions: more than {MAX_COUNTED} (the limit on counters)"),
+    ))
+}
+
+/// A count keyword (`minLength`, `maxItems`, …): a non-negative integer, also when
+/// written as `2.0`.
+fn count(m: &Map<String, Value>, k: &str, ptr: &str) -> R<Option<u64>> {
+    match m.get(k) {
+        None => Ok(None),
+        Some(v) => match v.as_u64().or_else(|| {
+            v.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
+                .map(|f| f as u64)
+        }) {
+            Some(n) => Ok(Some(n)),
+            None => Err(issue(
+                &child(ptr, k),
+                Some(k),
+                format!("`{k}` must be a non-negative integer"),
+            )),
+        },
+    }
+}
+
+/// Small helper: one symbol as a rule body.
+trait IntoVec {
+    fn into_vec(self) -> Vec<Symbol>;
+}
+
+impl IntoVec for Symbol {
+    fn into_vec(self) -> Vec<Symbol> {
+        vec![self]
+    }
+}
+
+fn pair_disjoint(g: &mut Generator<'_>, a: &Map<String, Value>, b: &Map<String, Value>) -> R<bool> {
+    let ta = allowed_types(a, "#")?;
+    let tb = allowed_types(b, "#")?;
+    let overlap = ta.iter().any(|x| {
+        tb.iter().any(|y| {
+            x == y || (x == "number" && y == "integer") || (x == "integer" && y == "number")
+        })
+    });
+    if !overlap {
+        return Ok(true);
+    }
+    if let (Some(ea), Some(eb)) = (enum_values(a), enum_values(b)) {
+        return Ok(!ea.iter().any(|x| eb.contains(x)));
+    }
+    if let Some(ea) = enum_values(a) {
+        return Ok(!ea.iter().any(|x| might_match(x, b) && g.instance_ok(x, b)));
+    }
+    if let Some(eb) = enum_values(b) {
+        return Ok(!eb.iter().any(|x| might_match(x, a) && g.instance_ok(x, a)));
+    }
+    // Objects only, discriminated by a property both require with disjoint values.
+    if ta.iter().all(|t| t == "object") || tb.iter().all(|t| t == "object") {
+        let req = |m: &Map<String, Value>| -> Vec<String> {
+            m.get("required")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (ra, rb) = (req(a), req(b));
+        // A name one side requires and the other cannot have.
+        let forbids = |m: &Map<String, Value>, k: &str| {
+            let declared = m.get("properties").and_then(|p| p.get(k));
+            let patterns = m
+                .get("patternProperties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| !p.is_empty());
+            match declared {
+                Some(v) => v == &Value::Bool(false),
+                None => !patterns && m.get("additionalProperties") == Some(&Value::Bool(false)),
+            }
+        };
+        let objects_only = |t: &[String]| t.iter().all(|t| t == "object");
+        if objects_only(&ta) && ra.iter().any(|k| forbids(b, k))
+            || objects_only(&tb) && rb.iter().any(|k| forbids(a, k))
+        {
+            return Ok(true);
+        }
+        for k in ra.iter().filter(|k| rb.contains(k)) {
+            let pa = a.get("properties").and_then(|p| p.get(k));
+            let pb = b.get("properties").and_then(|p| p.get(k));
+            if let (Some(Value::Object(pa)), Some(Value::Object(pb))) = (pa, pb) {
+                if let (Some(ea), Some(eb)) = (enum_values(pa), enum_values(pb)) {
+                    if !ea.iter().any(|x| eb.contains(x)) {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Whether a value could satisfy a schema's types (a cheap overlap test for `oneOf`).
+fn might_match(v: &Value, m: &Map<String, Value>) -> bool {
+    allowed_types(m, "#").is_ok_and(|t| value_has_type(v, &t))
+}
+
+/// The JSON types a flat schema allows (`integer` listed only without `number`).
+fn allowed_types(m: &Map<String, Value>, ptr: &str) -> R<Vec<String>> {
+    let mut out: Vec<String> = match m.get("type") {
+        None => ALL_TYPES.iter().map(|s| s.to_string()).collect(),
+        Some(t) => {
+            let ts = merge::types_of(t);
+            for x in &ts {
+                if !ALL_TYPES.contains(&x.as_str()) && x != "integer" {
+                    return Err(issue(
+                        &child(ptr, "type"),
+                        Some("type"),
+                        format!("unknown type `{x}`"),
+                    ));
+                }
+            }
+            ts
+        }
+    };
+    if out.iter().any(|t| t == "number") {
+        out.retain(|t| t != "integer");
+    }
+    out.dedup();
+    Ok(out)
+}
+
+fn enum_values(m: &Map<String, Value>) -> Option<Vec<Value>> {
+    if let Some(c) = m.get("const") {
+        let mut v = vec![c.clone()];
+        if let Some(Value::Array(e)) = m.get("enum") {
+            v.retain(|x| e.contains(x));
+        }
+        return Some(v);
+    }
+    m.get("enum").and_then(Value::as_array).cloned()
+}
+
+fn value_has_type(v: &Value, types: &[String]) -> bool {
+    let has = |t: &str| types.iter().any(|x| x == t);
+    match v {
+        Value::Null => has("null"),
+        Value::Bool(_) => has("boolean"),
+        Value::Number(n) => {
+            has("number") || (has("integer") && n.as_f64().is_some_and(|f| f.fract() == 0.0))
+        }
+        Value::String(_) => has("string"),
+        Value::Array(_) => has("array"),
+        Value::Object(_) => has("object"),
+    }
+}
+
+/// Types excluded by `not: {type: ...}`; `not: true`/`{}` excludes all.
+fn not_types(m: &Map<String, Value>) -> Vec<String> {
+    match m.get("not") {
+        Some(Value::Bool(true)) => ALL_TYPES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["integer".to_string()])
+            .collect(),
+        Some(Value::Object(o)) => match o.get("type") {
+            Some(t) => {
+                let mut ts = merge::types_of(t);
+                if ts.iter().any(|t| t == "number") {
+                    ts.push("integer".into());
+                }
+                ts
+            }
+            None if o
+                .keys()
+                .all(|k| keywords::classify(k) == KeywordClass::Annotation) =>
+            {
+                ALL_TYPES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain(["integer".to_string()])
+                    .collect()
+            }
+            None => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// The grammar of a schema no value satisfies (`false`, `enum: []`, contradictions):
+/// one terminal that matches nothing.
+fn empty_language(source_name: &str) -> Grammar {
+    Grammar {
+        source_name: source_name.to_string(),
+        terminals: vec![Terminal {
+            name: "NOTHING".into(),
+            regex: "[a&&b]".into(),
+            lazy: false,
+            priority: 0,
+            defined_at: None,
+        }],
+        nonterminals: vec![Nonterminal {
+            name: "start".into(),
+        }],
+        rules: vec![Rule {
+            lhs: 0,
+            rhs: vec![Symbol::Terminal(0)],
+        }],
+        start: 0,
+        ignore: Vec::new(),
+        allow_initial_skip: false,
+    }
+}
+
+/// Removes unproductive and unreachable symbols; `None` if the start derives nothing.
+fn prune(g: Grammar) -> Option<Grammar> {
+    let n = g.nonterminals.len();
+    let mut productive = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for r in &g.rules {
+            if !productive[r.lhs as usize]
+                && r.rhs.iter().all(|s| match s {
+                    Symbol::Terminal(_) => true,
+                    Symbol::Nonterminal(x) => productive[*x as usize],
+                })
+            {
+                productive[r.lhs as usize] = true;
+                changed = true;
+            }
+        }
+    }
+    if !productive[g.start as usize] {
+        return None;
+    }
+    let rules: Vec<&Rule> = g
+        .rules
+        .iter()
+        .filter(|r| {
+            productive[r.lhs as usize]
+                && r.rhs.iter().all(|s| match s {
+                    Symbol::Terminal(_) => true,
+                    Symbol::Nonterminal(x) => productive[*x as usize],
+                })
+        })
+        .collect();
+    let mut by_lhs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, r) in rules.iter().enumerate() {
+        by_lhs[r.lhs as usize].push(i);
+    }
+    let mut reach = vec![false; n];
+    let mut term_used = vec![false; g.terminals.len()];
+    for &t in &g.ignore {
+        term_used[t as usize] = true;
+    }
+    let mut stack = vec![g.start];
+    reach[g.start as usize] = true;
+    while let Some(x) = stack.pop() {
+        for &ri in &by_lhs[x as usize] {
+            for s in &rules[ri].rhs {
+                match *s {
+                    Symbol::Terminal(t) => term_used[t as usize] = true,
+                    Symbol::Nonterminal(y) => {
+                        if !reach[y as usize] {
+                            reach[y as usize] = true;
+                            stack.push(y);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut nt_map = vec![u32::MAX; n];
+    let mut nonterminals = Vec::new();
+    for (i, nt) in g.nonterminals.iter().enumerate() {
+        if reach[i] {
+            nt_map[i] = nonterminals.len() as u32;
+            nonterminals.push(nt.clone());
+        }
+    }
+    let mut t_map = vec![u32::MAX; g.terminals.len()];
+    let mut terminals = Vec::new();
+    for (i, t) in g.terminals.iter().enumerate() {
+        if term_used[i] {
+            t_map[i] = terminals.len() as u32;
+            terminals.push(t.clone());
+        }
+    }
+    let map_sym = |s: &Symbol| match *s {
+        Symbol::Terminal(t) => Symbol::Terminal(t_map[t as usize]),
+        Symbol::Nonterminal(x) => Symbol::Nonterminal(nt_map[x as usize]),
+    };
+    let rules = rules
+        .iter()
+        .filter(|r| reach[r.lhs as usize])
+        .map(|r| Rule {
+            lhs: nt_map[r.lhs as usize],
+            rhs: r.rhs.iter().map(map_sym).collect(),
+        })
+        .collect();
+    Some(Grammar {
+        source_name: g.source_name,
+        terminals,
+        nonterminals,
+        rules,
+        start: nt_map[g.start as usize],
+        ignore: g.ignore.iter().map(|&t| t_map[t as usize]).collect(),
+        allow_initial_skip: g.allow_initial_skip,
+    })
+}

@@ -1,0 +1,405 @@
+//! String values: regexes over the *decoded* characters → terminals over JSON text.
+//!
+//! Keywords constrain a string's value (its characters after unescaping), but a
+//! terminal matches the JSON text. Every string language is therefore built as a
+//! regex-syntax [`Hir`] over characters (from `pattern`, `format`, lengths, key sets)
+//! and then *encoded*: each character becomes the ways it may be written in canonical
+//! JSON text. Canonical means: every character raw except `"` (written `\"`), `\`
+//! (`\\`) and U+0000–U+001F (their short escape `\b \f \n \r \t` where one exists, or
+//! `\u00XX` in either case of hex digit). `\/` and `\uXXXX` for other characters are not
+//! accepted. This is exactly what serde_json, Python's `json.dumps(ensure_ascii=False)`
+//! and JavaScript's `JSON.stringify` produce, and it keeps "one value, one lexeme"
+//! simple enough to be exact: a string literal is accepted iff its decoded value is in
+//! the language.
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+
+/// Every Unicode scalar value.
+pub fn any_char() -> Hir {
+    Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
+        '\0',
+        '\u{10FFFF}',
+    )])))
+}
+
+/// `sub{min,max}` (greedy; the language is all that matters).
+pub fn repeat(sub: Hir, min: u32, max: Option<u32>) -> Hir {
+    Hir::repetition(Repetition {
+        min,
+        max,
+        greedy: true,
+        sub: Box::new(sub),
+    })
+}
+
+/// Any string of characters.
+pub fn any_string() -> Hir {
+    repeat(any_char(), 0, None)
+}
+
+/// Parses a Rust-syntax regex over characters.
+pub fn parse_chars(pattern: &str) -> Result<Hir, String> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .build()
+        .parse(pattern)
+        .map_err(|e| {
+            let msg = e.to_string();
+            msg.lines()
+                .rev()
+                .find(|l| l.starts_with("error:"))
+                .map(|l| l.trim_start_matches("error:").trim().to_string())
+                .unwrap_or(msg)
+        })
+}
+
+/// The set of strings an ECMA pattern matches *somewhere in* (JSON Schema patterns are
+/// unanchored): `^`/`$` at the ends of a top-level alternative anchor it, anywhere
+/// else they are reported.
+pub fn unanchored(pattern: &Hir) -> Hir {
+    match pattern.kind() {
+        HirKind::Alternation(alts) => Hir::alternation(alts.iter().map(unanchored).collect()),
+        HirKind::Capture(c) => unanchored(&c.sub),
+        _ => {
+            let mut parts: Vec<Hir> = match pattern.kind() {
+                HirKind::Concat(v) => v.clone(),
+                _ => vec![pattern.clone()],
+            };
+            // A capture group wrapping the whole rest (`^(a|b)$`) keeps its anchors outside.
+            let mut start = false;
+            while parts
+                .first()
+                .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::Start)))
+            {
+                parts.remove(0);
+                start = true;
+            }
+            let mut end = false;
+            while parts
+                .last()
+                .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::End)))
+            {
+                parts.pop();
+                end = true;
+            }
+            // `^(^a|b$)$`-style nesting: a single remaining alternation is distributed.
+            if start || end {
+                if let [only] = parts.as_slice() {
+                    if let HirKind::Capture(c) = only.kind() {
+                        if matches!(c.sub.kind(), HirKind::Alternation(_)) {
+                            parts = vec![(*c.sub).clone()];
+                        }
+                    }
+                }
+            }
+            let core = Hir::concat(parts);
+            let mut out = Vec::new();
+            if !start {
+                out.push(any_string());
+            }
+            out.push(core);
+            if !end {
+                out.push(any_string());
+            }
+            Hir::concat(out)
+        }
+    }
+}
+
+/// Bounds on the number of characters of the strings in a language (`None`: unbounded).
+pub fn char_len(h: &Hir) -> (u64, Option<u64>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(l) => {
+            let n = String::from_utf8_lossy(&l.0).chars().count() as u64;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Repetition(r) => {
+            let (lo, hi) = char_len(&r.sub);
+            let max = match (r.max, hi) {
+                (_, Some(0)) => Some(0),
+                (Some(m), Some(h)) => Some(h.saturating_mul(m as u64)),
+                _ => None,
+            };
+            (lo.saturating_mul(r.min as u64), max)
+        }
+        HirKind::Capture(c) => char_len(&c.sub),
+        HirKind::Concat(v) => v.iter().map(char_len).fold((0, Some(0)), |(a, b), (c, d)| {
+            (a + c, b.zip(d).map(|(x, y)| x.saturating_add(y)))
+        }),
+        HirKind::Alternation(v) => {
+            let parts: Vec<_> = v.iter().map(char_len).collect();
+            let lo = parts.iter().map(|p| p.0).min().unwrap_or(0);
+            let hi = parts.iter().try_fold(0u64, |m, p| p.1.map(|h| m.max(h)));
+            (lo, hi)
+        }
+    }
+}
+
+/// The language `h` restricted to strings of `min..=max` characters, where that can be
+/// written as a regex: either every string of `h` already has such a length, or `h` is a
+/// concatenation of fixed-length parts and exactly one repetition of single characters
+/// whose bounds can absorb the limits (`^[a-z][a-z0-9]*$` with `maxLength: 8`).
+pub fn with_length(h: Hir, min: u64, max: Option<u64>) -> Option<Hir> {
+    let (lo, hi) = char_len(&h);
+    if lo >= min && max.is_none_or(|m| hi.is_some_and(|h| h <= m)) {
+        return Some(h);
+    }
+    let parts: Vec<Hir> = match h.kind() {
+        HirKind::Concat(v) => v.clone(),
+        _ => vec![h.clone()],
+    };
+    let flat = flatten(parts);
+    let mut variable = None;
+    let mut fixed = 0u64;
+    for (i, p) in flat.iter().enumerate() {
+        match char_len(p) {
+            (a, Some(b)) if a == b => fixed += a,
+            _ => {
+                let HirKind::Repetition(r) = p.kind() else {
+                    return None;
+                };
+                if char_len(&r.sub) != (1, Some(1)) || variable.is_some() {
+                    return None;
+                }
+                variable = Some(i);
+            }
+        }
+    }
+    let i = variable?;
+    let HirKind::Repetition(r) = flat[i].kind() else {
+        unreachable!("checked above")
+    };
+    let new_min = (r.min as u64).max(min.saturating_sub(fixed));
+    let new_max = match (r.max, max) {
+        (Some(a), Some(b)) => Some((a as u64).min(b.checked_sub(fixed)?)),
+        (Some(a), None) => Some(a as u64),
+        (None, Some(b)) => Some(b.checked_sub(fixed)?),
+        (None, None) => None,
+    };
+    if new_max.is_some_and(|m| m < new_min) {
+        return Some(Hir::fail());
+    }
+    let mut out = flat.clone();
+    out[i] = repeat(
+        (*r.sub).clone(),
+        u32::try_from(new_min).ok()?,
+        match new_max {
+            Some(m) => Some(u32::try_from(m).ok()?),
+            None => None,
+        },
+    );
+    Some(Hir::concat(out))
+}
+
+/// Concatenations inside a concatenation (through capture groups), flattened.
+fn flatten(parts: Vec<Hir>) -> Vec<Hir> {
+    let mut out = Vec::new();
+    for p in parts {
+        match p.kind() {
+            HirKind::Concat(v) => out.extend(flatten(v.clone())),
+            HirKind::Capture(c) if matches!(c.sub.kind(), HirKind::Concat(_)) => {
+                out.extend(flatten(vec![(*c.sub).clone()]))
+            }
+            _ => out.push(p),
+        }
+    }
+    out
+}
+
+/// Every string except the given ones (a finite set of JSON object keys, say).
+pub fn none_of(words: &[String]) -> Hir {
+    let mut keys: Vec<Vec<char>> = words.iter().map(|w| w.chars().collect()).collect();
+    keys.sort();
+    keys.dedup();
+    none_of_suffix(&keys, 0)
+}
+
+fn none_of_suffix(keys: &[Vec<char>], depth: usize) -> Hir {
+    let ends_here = keys.iter().any(|k| k.len() == depth);
+    let mut children: Vec<char> = keys
+        .iter()
+        .filter(|k| k.len() > depth)
+        .map(|k| k[depth])
+        .collect();
+    children.dedup();
+    let mut alts = Vec::new();
+    if !ends_here {
+        alts.push(Hir::empty());
+    }
+    let mut other = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]);
+    other.difference(&ClassUnicode::new(
+        children.iter().map(|&c| ClassUnicodeRange::new(c, c)),
+    ));
+    if other.ranges().iter().next().is_some() {
+        alts.push(Hir::concat(vec![
+            Hir::class(Class::Unicode(other)),
+            any_string(),
+        ]));
+    }
+    for &c in &children {
+        let sub: Vec<Vec<char>> = keys
+            .iter()
+            .filter(|k| k.len() > depth && k[depth] == c)
+            .cloned()
+            .collect();
+        alts.push(Hir::concat(vec![
+            Hir::literal(c.to_string().into_bytes()),
+            none_of_suffix(&sub, depth + 1),
+        ]));
+    }
+    Hir::alternation(alts)
+}
+
+/// The canonical JSON text of a string value (quotes included), as serde_json writes it.
+pub fn literal_text(value: &str) -> String {
+    serde_json::to_string(value).expect("a string serializes")
+}
+
+/// The terminal regex for the JSON string literals whose values are in `chars`.
+pub fn string_terminal(chars: &Hir) -> Result<String, String> {
+    let quote = || Hir::literal(b"\"".to_vec());
+    Ok(Hir::concat(vec![quote(), encode(chars)?, quote()]).to_string())
+}
+
+/// Rewrites a character-level regex into one over canonical JSON string text.
+fn encode(h: &Hir) -> Result<Hir, String> {
+    Ok(match h.kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(l) => {
+            let s = std::str::from_utf8(&l.0)
+                .map_err(|_| "a pattern that matches non-UTF-8 bytes".to_string())?;
+            Hir::concat(s.chars().map(encode_char).collect())
+        }
+        HirKind::Class(Class::Unicode(c)) => encode_class(c),
+        HirKind::Class(Class::Bytes(b)) => {
+            let ranges = b.ranges().iter().map(|r| {
+                if r.end() < 0x80 {
+                    Ok(ClassUnicodeRange::new(r.start() as char, r.end() as char))
+                } else {
+                    Err("a byte class outside ASCII".to_string())
+                }
+            });
+            encode_class(&ClassUnicode::new(ranges.collect::<Result<Vec<_>, _>>()?))
+        }
+        HirKind::Look(_) => {
+            return Err(
+                "an anchor `^`/`$` that is not at the start/end of a top-level alternative".into(),
+            )
+        }
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            sub: Box::new(encode(&r.sub)?),
+            ..r.clone()
+        }),
+        HirKind::Capture(c) => encode(&c.sub)?,
+        HirKind::Concat(v) => Hir::concat(v.iter().map(encode).collect::<Result<_, _>>()?),
+        HirKind::Alternation(v) => {
+            Hir::alternation(v.iter().map(encode).collect::<Result<_, _>>()?)
+        }
+    })
+}
+
+/// The characters that must be escaped in JSON text.
+fn special() -> ClassUnicode {
+    ClassUnicode::new([
+        ClassUnicodeRange::new('\0', '\u{1F}'),
+        ClassUnicodeRange::new('"', '"'),
+        ClassUnicodeRange::new('\\', '\\'),
+    ])
+}
+
+fn encode_class(c: &ClassUnicode) -> Hir {
+    let mut plain = c.clone();
+    plain.difference(&special());
+    let mut escaped = c.clone();
+    escaped.intersect(&special());
+    let mut alts = Vec::new();
+    if plain.ranges().iter().next().is_some() {
+        alts.push(Hir::class(Class::Unicode(plain)));
+    }
+    for r in escaped.ranges() {
+        for ch in r.start()..=r.end() {
+            alts.push(encode_char(ch));
+        }
+    }
+    Hir::alternation(alts)
+}
+
+/// The canonical spellings of one character in JSON string text.
+fn encode_char(c: char) -> Hir {
+    let lit = |s: &str| Hir::literal(s.as_bytes().to_vec());
+    match c {
+        '"' => lit("\\\""),
+        '\\' => lit("\\\\"),
+        '\0'..='\u{1F}' => {
+            let mut spellings = Vec::new();
+            let short = match c {
+                '\u{8}' => Some("\\b"),
+                '\u{C}' => Some("\\f"),
+                '\n' => Some("\\n"),
+                '\r' => Some("\\r"),
+                '\t' => Some("\\t"),
+                _ => None,
+            };
+            spellings.extend(short.map(lit));
+            let lower = format!("\\u00{:02x}", c as u32);
+            let upper = format!("\\u00{:02X}", c as u32);
+            spellings.push(lit(&lower));
+            if upper != lower {
+                spellings.push(lit(&upper));
+            }
+            Hir::alternation(spellings)
+        }
+        _ => Hir::literal(c.to_string().into_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(re: &str, s: &str) -> bool {
+        regex_automata::meta::Regex::new(&format!("^(?:{re})$"))
+            .unwrap()
+            .is_match(s)
+    }
+
+    #[test]
+    fn encoding_follows_canonical_json_text() {
+        let t = string_terminal(&any_string()).unwrap();
+        for s in ["", "a\"b", "\\", "\n\u{1}", "é😀"] {
+            assert!(full(&t, &literal_text(s)), "{s:?}");
+        }
+        assert!(full(&t, "\"\\u000A\""));
+        assert!(!full(&t, "\"\\u0041\""));
+        assert!(!full(&t, "\"a\"b\""));
+        assert!(!full(&t, "\"\n\""));
+    }
+
+    #[test]
+    fn keys_other_than_a_set() {
+        let keys = ["a".to_string(), "ab".to_string()];
+        let t = string_terminal(&none_of(&keys)).unwrap();
+        for (s, ok) in [
+            ("", true),
+            ("a", false),
+            ("ab", false),
+            ("abc", true),
+            ("b", true),
+        ] {
+            assert_eq!(full(&t, &literal_text(s)), ok, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn lengths_fold_into_one_repetition() {
+        let p = parse_chars("[a-z][a-z0-9]*").unwrap();
+        let h = with_length(p, 2, Some(3)).unwrap();
+        let t = string_terminal(&h).unwrap();
+        assert!(full(&t, "\"ab\"") && full(&t, "\"a1b\""));
+        assert!(!full(&t, "\"a\"") && !full(&t, "\"abcd\""));
+        let two_vars = parse_chars("a*b*").unwrap();
+        assert!(with_length(two_vars, 0, Some(3)).is_none());
+    }
+}

@@ -1,0 +1,453 @@
+//! The JSON Schema front end on real suites, judged by the reference path (Earley).
+//!
+//! * JSON-Schema-Test-Suite (draft2020-12 and draft7, optional tests included): every
+//!   group whose schema compiles must accept each valid instance and reject each
+//!   invalid one (instances serialized compactly by serde_json, keys in file order);
+//!   a group that does not compile must fail with an error naming a keyword. The
+//!   per-file table (printed with `--nocapture`) is the README's; the totals are
+//!   asserted so that a regression fails.
+//! * MaskBench subset: every schema compiles or fails naming a keyword; instances of
+//!   compiled schemas are judged; coverage is compared with llguidance's expected
+//!   results.
+
+use serde_json::Value;
+use stackmask_compiler::frontend::json_schema::{self, Draft, SchemaError, SchemaOptions};
+use stackmask_compiler::pipeline::{self, LexedGrammar};
+use stackmask_runtime::reference::ReferenceEngine;
+use stackmask_runtime::ByteRecognizer;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const SUITE: &str = "../../shared/corpus/JSON-Schema-Test-Suite/tests";
+const MASKBENCH: &str = "../../shared/corpus/jsonschemabench/maskbench_data_subset";
+const LLG_EXPECTED: &str = "../../shared/corpus/llguidance/json_stats/expected_maskbench.json";
+
+fn corpus(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// Why a schema has no engine: the front end refused it (naming a keyword or not), or
+/// a lexer limit was hit.
+enum Refusal {
+    Schema(SchemaError),
+    Lexer(String),
+}
+
+fn engine_for(
+    schema: &Value,
+    opts: &SchemaOptions,
+    bytes: &stackmask_compiler::vocab::Tokenizer,
+) -> Result<(ReferenceEngine, usize), Refusal> {
+    let g = json_schema::schema_to_grammar(schema, "schema", opts).map_err(Refusal::Schema)?;
+    let dfas = stackmask_compiler::lexer::compile_lexer(&g.grammar)
+        .map_err(|e| Refusal::Lexer(e.to_string()))?;
+    let lexed = LexedGrammar {
+        grammar: g.grammar,
+        dfas,
+    };
+    let engine =
+        pipeline::reference_engine(&lexed, bytes).map_err(|e| Refusal::Lexer(e.to_string()))?;
+    Ok((engine, g.warnings.len()))
+}
+
+fn accepts(engine: &ReferenceEngine, text: &str) -> bool {
+    let mut r = engine.recognizer();
+    r.push_bytes(text.as_bytes()) && r.is_accepting()
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+struct Row {
+    groups: usize,
+    compiled: usize,
+    refused_named: usize,
+    refused_other: usize,
+    tests: usize,
+    right: usize,
+    false_reject: usize,
+    false_accept: usize,
+}
+
+impl Row {
+    fn add(&mut self, o: &Row) {
+        self.groups += o.groups;
+        self.compiled += o.compiled;
+        self.refused_named += o.refused_named;
+        self.refused_other += o.refused_other;
+        self.tests += o.tests;
+        self.right += o.right;
+        self.false_reject += o.false_reject;
+        self.false_accept += o.false_accept;
+    }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "json") {
+            out.push(p);
+        }
+    }
+}
+
+/// Runs one draft directory; returns per-file rows and the list of wrong verdicts.
+fn run_suite(draft_dir: &str, draft: Draft) -> (BTreeMap<String, Row>, Vec<String>) {
+    let bytes = stackmask_compiler::vocab::load_tokenizer("bytes").unwrap();
+    let root = corpus(SUITE).join(draft_dir);
+    let mut paths = Vec::new();
+    files(&root, &mut paths);
+    let opts = SchemaOptions {
+        draft,
+        ..Default::default()
+    };
+    let mut rows = BTreeMap::new();
+    let mut wrong = Vec::new();
+    for path in paths {
+        let name = path
+            .strip_prefix(&root)
+            .unwrap()
+            .with_extension("")
+            .display()
+            .to_string();
+        let groups: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut row = Row::default();
+        for g in &groups {
+            row.groups += 1;
+            match engine_for(&g["schema"], &opts, &bytes) {
+                Err(Refusal::Schema(e)) if e.issue.keyword.is_some() => row.refused_named += 1,
+                Err(Refusal::Schema(e)) => {
+                    row.refused_other += 1;
+                    wrong.push(format!(
+                        "{name}: {}: refused without a keyword: {e}",
+                        g["description"]
+                    ));
+                }
+                Err(Refusal::Lexer(e)) => {
+                    row.refused_other += 1;
+                    wrong.push(format!("{name}: {}: lexer: {e}", g["description"]));
+                }
+                Ok((engine, _)) => {
+                    row.compiled += 1;
+                    for t in g["tests"].as_array().unwrap() {
+                        row.tests += 1;
+                        let text = serde_json::to_string(&t["data"]).unwrap();
+                        let valid = t["valid"].as_bool().unwrap();
+                        let got = accepts(&engine, &text);
+                        if got == valid {
+                            row.right += 1;
+                        } else {
+                            if valid {
+                                row.false_reject += 1;
+                            } else {
+                                row.false_accept += 1;
+                            }
+                            wrong.push(format!(
+                                "{name}: {} / {}: {} {text}",
+                                g["description"],
+                                t["description"],
+                                if valid {
+                                    "valid rejected"
+                                } else {
+                                    "invalid accepted"
+                                }
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        rows.insert(name, row);
+    }
+    (rows, wrong)
+}
+
+fn table(title: &str, rows: &BTreeMap<String, Row>) -> (String, Row) {
+    let mut s = format!(
+        "| {title} | groups | compiled | refused (keyword named) | tests in compiled groups | right | valid rejected | invalid accepted |\n|---|---|---|---|---|---|---|---|\n"
+    );
+    let mut total = Row::default();
+    for (name, r) in rows {
+        s += &format!(
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.groups, r.compiled, r.refused_named, r.tests, r.right, r.false_reject, r.false_accept
+        );
+        total.add(r);
+    }
+    s += &format!(
+        "| **total** | {} | {} | {} | {} | {} | {} | {} |\n",
+        total.groups,
+        total.compiled,
+        total.refused_named,
+        total.tests,
+        total.right,
+        total.false_reject,
+        total.false_accept
+    );
+    (s, total)
+}
+
+#[test]
+fn json_schema_test_suite() {
+    let mut totals = Vec::new();
+    for (dir, draft) in [
+        ("draft2020-12", Draft::Draft2020),
+        ("draft7", Draft::Draft7),
+    ] {
+        let (rows, wrong) = run_suite(dir, draft);
+        let (t, total) = table(dir, &rows);
+        println!("{t}");
+        for w in &wrong {
+            println!("WRONG {dir}: {w}");
+        }
+        totals.push((dir, total));
+    }
+    for (dir, t) in &totals {
+        assert_eq!(t.refused_other, 0, "{dir}: every refusal names a keyword");
+        assert_eq!(t.false_accept, 0, "{dir}: no invalid instance accepted");
+    }
+    let got: Vec<(usize, usize, usize, usize, usize)> = totals
+        .iter()
+        .map(|(_, t)| (t.groups, t.compiled, t.tests, t.right, t.false_reject))
+        .collect();
+    // (groups, compiled groups, tests in them, right verdicts, valid instances rejected);
+    // the rejections are listed in the README (property order, number forms).
+    assert_eq!(got, EXPECTED_SUITE_TOTALS);
+}
+
+const EXPECTED_SUITE_TOTALS: [(usize, usize, usize, usize, usize); 2] =
+    [(461, 237, 1292, 1274, 18), (321, 220, 1135, 1129, 6)];
+
+/// MaskBench subset: strict and lenient coverage, verdicts, and llguidance beside it.
+fn run_maskbench(step: usize) -> String {
+    let bytes = stackmask_compiler::vocab::load_tokenizer("bytes").unwrap();
+    let mut paths = Vec::new();
+    files(&corpus(MASKBENCH), &mut paths);
+    let expected: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(corpus(LLG_EXPECTED)).unwrap()).unwrap();
+    let mut report = String::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut refusals: BTreeMap<String, usize> = BTreeMap::new();
+    for path in paths.iter().step_by(step) {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let schema = &doc["schema"];
+        let llg_ok = expected
+            .get(&name)
+            .is_some_and(|v| v.as_object().is_some_and(|o| !o.contains_key("json_error")));
+        *counts.entry("files").or_default() += 1;
+        if llg_ok {
+            *counts.entry("llguidance compiles").or_default() += 1;
+        }
+        let draft = json_schema::declared_draft(schema).unwrap_or_default();
+        for lenient in [false, true] {
+            let opts = SchemaOptions {
+                lenient,
+                draft,
+                ..Default::default()
+            };
+            let mode = if lenient { "lenient" } else { "strict" };
+            match engine_for(schema, &opts, &bytes) {
+                Err(Refusal::Schema(e))
+                    if e.issue.keyword.is_none() && e.issue.message.contains("(the limit") =>
+                {
+                    report += &format!("{mode} {name}: limit: {e}\n");
+                    *counts
+                        .entry(if lenient {
+                            "lenient grammar size limit"
+                        } else {
+                            "strict grammar size limit"
+                        })
+                        .or_default() += 1;
+                    if !lenient {
+                        *refusals.entry("(grammar size limit)".into()).or_default() += 1;
+                    }
+                }
+                Err(Refusal::Schema(e)) => {
+                    let kw = e.issue.keyword.clone().unwrap_or_else(|| "(none)".into());
+                    if !lenient {
+                        *refusals.entry(kw.clone()).or_default() += 1;
+                    }
+                    if e.issue.keyword.is_none() {
+                        report += &format!("{mode} {name}: refused without a keyword: {e}\n");
+                        *counts
+                            .entry(if lenient {
+                                "lenient refused, no keyword"
+                            } else {
+                                "strict refused, no keyword"
+                            })
+                            .or_default() += 1;
+                    }
+                }
+                Err(Refusal::Lexer(e)) => {
+                    report += &format!("{mode} {name}: lexer limit: {e}\n");
+                    *counts
+                        .entry(if lenient {
+                            "lenient lexer limit"
+                        } else {
+                            "strict lexer limit"
+                        })
+                        .or_default() += 1;
+                    if !lenient {
+                        *refusals.entry("(lexer limit)".into()).or_default() += 1;
+                    }
+                }
+                Ok((engine, warnings)) => {
+                    *counts
+                        .entry(if lenient {
+                            "lenient compiles"
+                        } else {
+                            "strict compiles"
+                        })
+                        .or_default() += 1;
+                    if !lenient && llg_ok {
+                        *counts.entry("strict compiles, llguidance too").or_default() += 1;
+                    }
+                    for t in doc["tests"].as_array().into_iter().flatten() {
+                        let text = serde_json::to_string(&t["data"]).unwrap();
+                        let valid = t["valid"].as_bool().unwrap();
+                        let got = accepts(&engine, &text);
+                        let key = match (valid, got) {
+                            (true, true) => "valid accepted",
+                            (false, false) => "invalid rejected",
+                            (true, false) => "valid rejected",
+                            (false, true) => "invalid accepted",
+                        };
+                        *counts
+                            .entry(if lenient {
+                                "lenient instances"
+                            } else {
+                                "strict instances"
+                            })
+                            .or_default() += 1;
+                        *counts
+                            .entry(&*Box::leak(format!("{mode} {key}").into_boxed_str()))
+                            .or_default() += 1;
+                        if got != valid {
+                            report += &format!(
+                                "{mode} {name}: {key} ({warnings} warnings): {}\n",
+                                &text[..text.len().min(200)]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (k, v) in &counts {
+        report += &format!("COUNT {k}: {v}\n");
+    }
+    for (k, v) in &refusals {
+        report += &format!("STRICT REFUSAL {k}: {v}\n");
+    }
+    report
+}
+
+/// Every 7th MaskBench file (the full subset is the ignored test below).
+#[test]
+fn maskbench_sample() {
+    let report = run_maskbench(7);
+    println!("{report}");
+    assert!(!report.contains("refused without a keyword"), "{report}");
+    assert!(!report.contains("strict invalid accepted:"), "{report}");
+}
+
+/// The whole MaskBench subset (opt-in: `-- --ignored`).
+#[test]
+#[ignore]
+fn maskbench_subset() {
+    let report = run_maskbench(1);
+    println!("{report}");
+    assert!(!report.contains("refused without a keyword"), "{report}");
+    assert!(!report.contains("strict invalid accepted:"), "{report}");
+}
+
+/// End to end on the compiled path (`bytes` vocabulary): the schema groups of a few
+/// suite files are compiled to artifacts; each instance's verdict by the compiled
+/// `Matcher` is the expected one, and at every step of every instance the compiled mask
+/// equals the reference mask.
+#[test]
+fn compiled_path_on_suite_groups() {
+    use stackmask_runtime::reference::ReferenceMatcher;
+    use stackmask_runtime::{Engine, Matcher};
+    use std::sync::Arc;
+    let root = corpus(SUITE).join("draft2020-12");
+    let (mut groups_compiled, mut instances, mut masks) = (0, 0, 0);
+    for file in [
+        "properties",
+        "ref",
+        "enum",
+        "minimum",
+        "prefixItems",
+        "anyOf",
+        "maxLength",
+    ] {
+        let groups: Vec<Value> = serde_json::from_str(
+            &std::fs::read_to_string(root.join(format!("{file}.json"))).unwrap(),
+        )
+        .unwrap();
+        for g in &groups {
+            let Ok(sg) =
+                json_schema::schema_to_grammar(&g["schema"], file, &SchemaOptions::default())
+            else {
+                continue;
+            };
+            let dfas = stackmask_compiler::lexer::compile_lexer(&sg.grammar).unwrap();
+            let lexed = LexedGrammar {
+                grammar: sg.grammar,
+                dfas,
+            };
+            let source = g["schema"].to_string();
+            let built = pipeline::build_artifact_from_lexed(
+                lexed,
+                &source,
+                file,
+                "bytes",
+                &pipeline::CompileOptions::default(),
+                |_| {},
+            )
+            .unwrap_or_else(|e| panic!("{file}: {}: {e}", g["description"]));
+            groups_compiled += 1;
+            let engine = Arc::new(
+                Engine::from_bytes(stackmask_formats::artifact::AlignedBytes::from_slice(
+                    &built.bytes,
+                ))
+                .unwrap(),
+            );
+            let reference = engine.reference().unwrap();
+            let words = engine.mask_words();
+            for t in g["tests"].as_array().unwrap() {
+                instances += 1;
+                let text = serde_json::to_string(&t["data"]).unwrap();
+                let valid = t["valid"].as_bool().unwrap();
+                let mut m = Matcher::new(engine.clone());
+                let mut r = ReferenceMatcher::new(reference.clone());
+                let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
+                let mut alive = true;
+                for tok in built.tokenizer.encode(text.as_bytes()).unwrap() {
+                    m.fill_mask(&mut a);
+                    r.fill_mask(&mut b);
+                    masks += 1;
+                    assert_eq!(a, b, "{file}: {}: masks differ in {text}", g["description"]);
+                    if m.commit(tok).is_err() {
+                        alive = false;
+                        break;
+                    }
+                    r.commit(tok).unwrap();
+                }
+                let accepted = alive && m.is_accepting();
+                assert_eq!(accepted, valid, "{file}: {}: {text}", g["description"]);
+            }
+        }
+    }
+    println!("{groups_compiled} groups compiled, {instances} instances, {masks} masks compared");
+    assert!(
+        groups_compiled >= 30 && instances >= 100,
+        "{groups_compiled} {instances}"
+    );
+}
