@@ -11,8 +11,10 @@ use crate::tokenizer::{LoadedVocab, Tokenizer};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stackmask_compiler::artifact::{build_artifact, write_atomically, ArtifactInputs};
+use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
 use stackmask_compiler::pipeline::{
-    compile_mask, compile_parser, lex_grammar_source, BuildError, CompileOptions,
+    compile_mask, compile_parser, lex_grammar_source, lex_schema_source, BuildError,
+    CompileOptions, LexedGrammar,
 };
 use stackmask_compiler::vocab::build_trie;
 use stackmask_formats::artifact::AlignedBytes;
@@ -34,6 +36,8 @@ pub struct Grammar {
     /// The loaded artifact.
     pub engine: Arc<Engine>,
     compile_seconds: Option<f64>,
+    /// JSON Schema keywords not enforced (`lenient=True`), as `#/pointer: message`.
+    warnings: Vec<String>,
 }
 
 /// Turns a literal regex into the body of a Lark regex literal `/.../`: a `/` that is
@@ -64,6 +68,17 @@ impl Compiler {
     /// The whole compile, GIL-free: grammar text → validated engine.
     fn build(&self, source: &str, name: &str, options: &CompileOptions) -> Result<Engine, PyErr> {
         let lexed = lex_grammar_source(source, name).map_err(pipeline_error)?;
+        self.build_lexed(lexed, source, name, options)
+    }
+
+    /// The compile after the front end (Lark or JSON Schema), GIL-free.
+    fn build_lexed(
+        &self,
+        lexed: LexedGrammar,
+        source: &str,
+        name: &str,
+        options: &CompileOptions,
+    ) -> Result<Engine, PyErr> {
         let compiled = compile_parser(&lexed, options.max_lr_states).map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
         let (parser_dwa, dwa_stats) =
@@ -94,6 +109,7 @@ impl Compiler {
         Ok(Grammar {
             engine: Arc::new(engine),
             compile_seconds: Some(started.elapsed().as_secs_f64()),
+            warnings: Vec::new(),
         })
     }
 }
@@ -165,6 +181,63 @@ impl Compiler {
         self.compile(py, &source, "<regex>", o)
     }
 
+    /// Compiles a JSON Schema (a `str` of JSON, or a `dict`) into a grammar of its
+    /// valid instances in canonical form (README, "JSON Schema"). An unsupported keyword
+    /// raises `GrammarError` naming it and its JSON pointer; with `lenient=True` it is
+    /// listed in `Grammar.warnings` instead. `whitespace` is `"compact"` (none) or
+    /// `"free"`; `property_order` is `"declared"` or `"sorted"`. The GIL is released.
+    #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn compile_json_schema(
+        &self,
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        lenient: bool,
+        whitespace: &str,
+        property_order: &str,
+        max_lr_states: Option<usize>,
+        max_dwa_states: Option<usize>,
+        max_weight_bytes: Option<usize>,
+    ) -> PyResult<Grammar> {
+        let text: String = match schema.extract::<String>() {
+            Ok(text) => text,
+            Err(_) => py
+                .import("json")?
+                .call_method1("dumps", (schema,))?
+                .extract()?,
+        };
+        let bad = |what: &str, v: &str| {
+            pyo3::exceptions::PyValueError::new_err(format!("unknown {what} {v:?}"))
+        };
+        let schema_options = SchemaOptions {
+            lenient,
+            whitespace: match whitespace {
+                "compact" => Whitespace::Compact,
+                "free" => Whitespace::Free,
+                v => return Err(bad("whitespace", v)),
+            },
+            order: match property_order {
+                "declared" => PropertyOrder::Declared,
+                "sorted" => PropertyOrder::Sorted,
+                v => return Err(bad("property_order", v)),
+            },
+            ..Default::default()
+        };
+        let o = options(max_lr_states, max_dwa_states, max_weight_bytes);
+        let started = Instant::now();
+        let (engine, warnings) = py.detach(|| {
+            let (lexed, issues) =
+                lex_schema_source(&text, "<schema>", &schema_options).map_err(pipeline_error)?;
+            let engine = self.build_lexed(lexed, &text, "<schema>", &o)?;
+            Ok::<_, PyErr>((engine, issues.iter().map(|i| i.to_string()).collect()))
+        })?;
+        Ok(Grammar {
+            engine: Arc::new(engine),
+            compile_seconds: Some(started.elapsed().as_secs_f64()),
+            warnings,
+        })
+    }
+
     /// Loads an artifact file (memory-mapped) compiled for this compiler's vocabulary.
     fn load(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<Grammar> {
         load_checked(py, &path, &self.vocab.vocab)
@@ -191,6 +264,7 @@ fn load_checked(
     Ok(Grammar {
         engine: Arc::new(engine.map_err(engine_error)?),
         compile_seconds: None,
+        warnings: Vec::new(),
     })
 }
 
@@ -207,6 +281,12 @@ impl Grammar {
     fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
         py.detach(|| write_atomically(&path, self.engine.artifact_bytes()))
             .map_err(ArtifactError::new_err)
+    }
+
+    /// JSON Schema keywords this grammar does not enforce (`lenient=True` compiles).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     /// Number of token ids of the vocabulary.

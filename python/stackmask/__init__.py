@@ -15,7 +15,7 @@ A mask is exact (DESIGN.md section 1): token ``i`` is allowed iff bit ``i % 32``
 ``i // 32`` is set, the layout vLLM, SGLang and XGrammar use. Compile and mask calls
 release the GIL.
 
-JSON Schema compiling (``compile_json_schema``) is not available yet.
+JSON Schemas compile with ``Compiler.compile_json_schema(schema)`` (a dict or JSON text).
 """
 
 from typing import Any, List, Optional, Sequence

@@ -95,6 +95,20 @@ class Compiler:
         max_weight_bytes: Optional[int] = None,
     ) -> "Grammar":
         """Compiles a regex that the whole output must match (GIL released)."""
+    def compile_json_schema(
+        self,
+        schema: Union[str, Dict[str, Any]],
+        *,
+        lenient: bool = False,
+        whitespace: str = "compact",
+        property_order: str = "declared",
+        max_lr_states: Optional[int] = None,
+        max_dwa_states: Optional[int] = None,
+        max_weight_bytes: Optional[int] = None,
+    ) -> "Grammar":
+        """Compiles a JSON Schema (JSON text or dict); unsupported keywords raise
+        GrammarError naming keyword and JSON pointer, or with ``lenient`` are listed in
+        ``Grammar.warnings``. Releases the GIL."""
     def load(self, path: _Path) -> "Grammar":
         """Maps an artifact compiled for this vocabulary."""
     @property
@@ -121,6 +135,9 @@ class Grammar:
     @property
     def stats(self) -> Dict[str, Any]:
         """Sizes of the compiled grammar."""
+    @property
+    def warnings(self) -> List[str]:
+        """JSON Schema keywords not enforced (``lenient=True`` compiles)."""
 
 class Matcher:
     """One decoding session over a :class:`Grammar`."""

@@ -11,8 +11,8 @@ lines. Nothing here imports vLLM, SGLang, transformers or torch at module level.
 - :class:`LogitsProcessor`: a transformers ``LogitsProcessor`` (a subclass of the real
   one when transformers is installed) for ``model.generate(logits_processor=[...])``.
 
-Grammar kinds: ``"lark"`` (also ``"grammar"``/``"ebnf"``: Lark syntax) and ``"regex"``.
-JSON Schema is not supported yet and raises ``NotImplementedError``.
+Grammar kinds: ``"lark"`` (also ``"grammar"``/``"ebnf"``: Lark syntax), ``"regex"``,
+``"json"``/``"json_schema"`` (a JSON Schema) and ``"json_object"`` (any JSON object).
 """
 
 import threading
@@ -67,11 +67,14 @@ class GrammarCache:
             return self.compiler.compile_lark(spec)
         if kind == "regex":
             return self.compiler.compile_regex(spec)
-        if kind in ("json", "json_schema", "json_object"):
-            raise NotImplementedError(
-                "stackmask cannot compile JSON Schema yet; pass a Lark grammar"
-            )
-        raise ValueError(f"unknown grammar kind {kind!r}: expected lark or regex")
+        if kind in ("json", "json_schema"):
+            return self.compiler.compile_json_schema(spec)
+        if kind == "json_object":
+            # Any JSON object: the schema that says only that.
+            return self.compiler.compile_json_schema('{"type": "object"}')
+        raise ValueError(
+            f"unknown grammar kind {kind!r}: expected lark, regex or json_schema"
+        )
 
 
 class VllmGrammar:
@@ -209,7 +212,7 @@ class SglangBackend:
         return SglangGrammar(self.cache.get("regex", key_string))
 
     def dispatch_json(self, key_string: str) -> SglangGrammar:
-        """Not supported yet."""
+        """A JSON Schema (JSON text)."""
         return SglangGrammar(self.cache.get("json", key_string))
 
 

@@ -22,8 +22,11 @@ def test_grammar_cache_compiles_once(small_tokenizer, expr_source):
     a = cache.get("lark", expr_source)
     assert cache.get("grammar", expr_source) is not a  # another kind, another entry
     assert cache.get("lark", expr_source) is a
-    with pytest.raises(NotImplementedError, match="JSON Schema"):
-        cache.get("json", "{}")
+    schema = '{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}'
+    js = cache.get("json", schema)
+    assert cache.get("json", schema) is js
+    m = stackmask.Matcher(js)
+    assert m.accept_bytes(b'{"n":12}') and m.is_accepting()
     with pytest.raises(ValueError, match="unknown grammar kind"):
         cache.get("xml", "<a/>")
 
@@ -73,8 +76,10 @@ def test_sglang_shape(small_tokenizer, expr_source):
     assert r.try_jump_forward() == b"key="
     assert r.jump_forward_bytes(b"key=")
     assert r.try_jump_forward() is None
-    with pytest.raises(NotImplementedError):
-        backend.dispatch_json('{"type": "object"}')
+    j = backend.dispatch_json('{"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"]}')
+    # Forced up to the value; `,` (another member) or `}` may follow.
+    assert j.try_jump_forward() == b'{"a":1'
+
 
 
 def test_logits_processor_constrains_a_greedy_loop(small_tokenizer, expr_source):
