@@ -152,9 +152,6 @@ pub fn minimize(d: &mut ParserDwa) -> usize {
             ids.len()
         }
         None => {
-            if std::env::var_os("STACKMASK_DEBUG_DWA").is_some() {
-                eprintln!("minimize: the automaton has a cycle; Moore refinement");
-            }
             // Moore: start from one block and split by signature until stable; the stop
             // state's signature is the first seen, so its block is 0 in every round.
             let mut blocks = 1;

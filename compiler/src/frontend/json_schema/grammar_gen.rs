@@ -1154,6 +1154,17 @@ impl<'a> Generator<'a> {
                 };
                 let can_add = max.is_none_or(|x| c < x);
                 let sep = if c > 0 { vec![comma] } else { vec![] };
+                // `[,] key : value` then the members after it.
+                let member = |key: Symbol, v: u32, then: u32| -> Vec<Symbol> {
+                    let mut rhs = sep.clone();
+                    rhs.extend([
+                        key,
+                        colon,
+                        Symbol::Nonterminal(v),
+                        Symbol::Nonterminal(then),
+                    ]);
+                    rhs
+                };
                 if let Some(&(key, v, req)) = slot_syms.get(i) {
                     if !req {
                         let skip = get(self, i + 1, c)?;
@@ -1161,14 +1172,7 @@ impl<'a> Generator<'a> {
                     }
                     if can_add {
                         let then = get(self, i + 1, next_c)?;
-                        let mut rhs = sep.clone();
-                        rhs.extend([
-                            key,
-                            colon,
-                            Symbol::Nonterminal(v),
-                            Symbol::Nonterminal(then),
-                        ]);
-                        self.rule(here, rhs);
+                        self.rule(here, member(key, v, then));
                     }
                 } else {
                     if c >= min {
@@ -1177,14 +1181,7 @@ impl<'a> Generator<'a> {
                     if can_add {
                         let then = get(self, n, next_c)?;
                         for &(key, v) in &extra_syms {
-                            let mut rhs = sep.clone();
-                            rhs.extend([
-                                key,
-                                colon,
-                                Symbol::Nonterminal(v),
-                                Symbol::Nonterminal(then),
-                            ]);
-                            self.rule(here, rhs);
+                            self.rule(here, member(key, v, then));
                         }
                     }
                 }
