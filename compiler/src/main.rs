@@ -569,11 +569,29 @@ fn line_col(text: &[u8], offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Bytes `validate` commits at a time (each commit is all or nothing, so its bytes
+/// stay undoable until it completes).
+const VALIDATE_CHUNK: usize = 4096;
+
 fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
     let engine = Arc::new(Engine::load(artifact)?);
     let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let mut m = Matcher::new(engine);
-    match m.commit_bytes(&text) {
+    // No rollback: the matcher keeps no history, so memory follows the nesting depth
+    // and the chunk size, not the file size.
+    m.set_max_rollback(0);
+    let committed = text
+        .chunks(VALIDATE_CHUNK)
+        .enumerate()
+        .try_for_each(|(i, chunk)| match m.commit_bytes(chunk) {
+            Err(stackmask_runtime::MatchError::RejectedBytes { offset }) => {
+                Err(stackmask_runtime::MatchError::RejectedBytes {
+                    offset: i * VALIDATE_CHUNK + offset,
+                })
+            }
+            other => other,
+        });
+    match committed {
         Err(stackmask_runtime::MatchError::RejectedBytes { offset }) => {
             let (line, col) = line_col(&text, offset);
             Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}{}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]), trailing_ignore_hint(m.engine(), &text))))

@@ -123,7 +123,9 @@ pub fn engine_error(e: EngineError) -> PyErr {
 pub fn match_error(e: MatchError) -> PyErr {
     match e {
         MatchError::UnknownToken(_) => InvalidTokenError::new_err(e.to_string()),
-        MatchError::RollbackTooFar { .. } => RollbackError::new_err(e.to_string()),
+        MatchError::RollbackTooFar { .. } | MatchError::RollbackBeyondWindow { .. } => {
+            RollbackError::new_err(e.to_string())
+        }
         _ => PyValueError::new_err(e.to_string()),
     }
 }

@@ -27,12 +27,15 @@ pub struct Matcher {
     // method takes `&mut self` (PyO3's borrow flag makes that exclusive), so the mutex
     // is reached with `get_mut` and never locked.
     inner: Mutex<Session>,
+    /// The rollback window while [`Matcher::commit_prefix`] has widened it.
+    saved_window: Option<usize>,
 }
 
 impl Matcher {
     fn from_session(s: Session) -> Self {
         Matcher {
             inner: Mutex::new(s),
+            saved_window: None,
         }
     }
 
@@ -59,7 +62,13 @@ impl Matcher {
     /// Commits `tokens` in order until the first rejection; returns how many were
     /// committed, and the error if an id outside the vocabulary stopped it. The caller
     /// decides whether to keep them.
+    ///
+    /// The rollback window is widened to `tokens.len()` meanwhile, so that the caller
+    /// can undo them all; [`Matcher::undo`] or [`Matcher::keep`] restores it.
     fn commit_prefix(&mut self, tokens: &[u32]) -> (usize, PyResult<()>) {
+        let window = self.session().max_rollback();
+        self.saved_window = Some(window);
+        self.session().set_max_rollback(window.max(tokens.len()));
         for (i, &t) in tokens.iter().enumerate() {
             match self.commit(t) {
                 Ok(true) => {}
@@ -70,20 +79,40 @@ impl Matcher {
         (tokens.len(), Ok(()))
     }
 
-    /// Undoes `n` commits this binding just made (cannot fail: they were made).
+    /// Undoes the `n` commits [`Matcher::commit_prefix`] just made (cannot fail: its
+    /// widened window covers them) and restores the window.
     fn undo(&mut self, n: usize) {
         self.session()
             .rollback(n)
             .expect("rolling back commits just made");
+        self.keep();
+    }
+
+    /// Keeps what [`Matcher::commit_prefix`] committed and restores the window (which
+    /// takes effect at the next commit).
+    fn keep(&mut self) {
+        if let Some(window) = self.saved_window.take() {
+            self.session().set_max_rollback(window);
+        }
     }
 }
 
 #[pymethods]
 impl Matcher {
-    /// A matcher at the start of input.
+    /// A matcher at the start of input that can roll back its last `max_rollback`
+    /// commits (memory and `copy()` cost grow with it; `None`: unlimited).
     #[new]
-    fn new(grammar: &Grammar) -> Self {
-        Matcher::from_session(Session::new(grammar.engine.clone()))
+    #[pyo3(signature = (grammar, max_rollback = stackmask_runtime::DEFAULT_MAX_ROLLBACK))]
+    fn new(grammar: &Grammar, max_rollback: Option<usize>) -> Self {
+        let mut s = Session::new(grammar.engine.clone());
+        s.set_max_rollback(max_rollback.unwrap_or(usize::MAX));
+        Matcher::from_session(s)
+    }
+
+    /// How many of the last commits `rollback` can undo (`None`: unlimited).
+    #[getter]
+    fn max_rollback(&mut self) -> Option<usize> {
+        Some(self.session().max_rollback()).filter(|&w| w != usize::MAX)
     }
 
     /// Commits token `id`. Returns `False` (and changes nothing) if the grammar does not
@@ -100,6 +129,8 @@ impl Matcher {
         let (n, status) = self.commit_prefix(&ids);
         if n < ids.len() {
             self.undo(n);
+        } else {
+            self.keep();
         }
         status.map(|()| n == ids.len())
     }
@@ -119,7 +150,8 @@ impl Matcher {
     }
 
     /// Undoes the last `n` accepted tokens (or `accept_bytes` calls); raises
-    /// `RollbackError` if fewer were made. Rolling back EOS un-terminates.
+    /// `RollbackError` if fewer were made or `n` is past the rollback window
+    /// (`max_rollback`). Rolling back EOS un-terminates.
     fn rollback(&mut self, n: usize) -> PyResult<()> {
         self.session().rollback(n).map_err(match_error)
     }

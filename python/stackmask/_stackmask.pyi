@@ -142,7 +142,11 @@ class Grammar:
 class Matcher:
     """One decoding session over a :class:`Grammar`."""
 
-    def __init__(self, grammar: Grammar) -> None: ...
+    def __init__(self, grammar: Grammar, max_rollback: Optional[int] = 32) -> None:
+        """A matcher that can roll back its last ``max_rollback`` commits (``None``: all)."""
+    @property
+    def max_rollback(self) -> Optional[int]:
+        """How many of the last commits :meth:`rollback` can undo (``None``: unlimited)."""
     def accept_token(self, id: int) -> bool:
         """Commits a token; ``False`` (state unchanged) if rejected."""
     def accept_tokens(self, ids: Sequence[int]) -> bool:
@@ -152,7 +156,7 @@ class Matcher:
     def validate_tokens(self, ids: Sequence[int]) -> int:
         """How many of ``ids`` would be accepted in a row; state unchanged."""
     def rollback(self, n: int) -> None:
-        """Undoes the last ``n`` commits."""
+        """Undoes the last ``n`` commits; ``RollbackError`` past ``max_rollback``."""
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Writes the allowed next tokens into row ``index`` of an int32 bitmask."""
     def is_accepting(self) -> bool:

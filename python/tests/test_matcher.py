@@ -90,6 +90,35 @@ def test_validate_rollback_reset_copy(expr_grammar):
     assert m.bytes_consumed == 0 and fill(m, v) == start and not m.is_accepting()
 
 
+def test_rollback_window(expr_grammar):
+    v = expr_grammar.vocab_size
+    assert stackmask.Matcher(expr_grammar).max_rollback == 32
+    assert stackmask.Matcher(expr_grammar, max_rollback=None).max_rollback is None
+    m = stackmask.Matcher(expr_grammar, max_rollback=2)
+    assert m.max_rollback == 2
+    text = [ord(c) for c in "1+2+3+4+5+6"]
+    # validate_tokens and accept_tokens look further than the window and still leave
+    # the matcher unchanged (or commit everything).
+    assert m.validate_tokens(text) == len(text)
+    assert m.bytes_consumed == 0
+    assert not m.accept_tokens(text + [ord(")")])
+    assert m.bytes_consumed == 0
+    assert m.accept_tokens(text[:-2])
+    after = fill(m, v)
+    assert m.accept_tokens(text[-2:])
+    with pytest.raises(stackmask.RollbackError, match="rollback window keeps the last 2"):
+        m.rollback(3)
+    assert m.bytes_consumed == len(text)
+    m.rollback(2)
+    assert fill(m, v) == after
+    with pytest.raises(stackmask.RollbackError, match="0 can be undone now"):
+        m.rollback(1)
+    unlimited = stackmask.Matcher(expr_grammar, max_rollback=None)
+    assert unlimited.accept_tokens(text)
+    unlimited.rollback(len(text))
+    assert unlimited.bytes_consumed == 0
+
+
 def test_accept_bytes_is_one_rollback_step(expr_grammar):
     m = stackmask.Matcher(expr_grammar)
     assert m.accept_bytes(b"(1 + 2")

@@ -14,7 +14,7 @@ pub mod reference;
 mod session;
 
 pub use engine::{Engine, EngineError};
-pub use matcher::Matcher;
+pub use matcher::{Matcher, DEFAULT_MAX_ROLLBACK};
 pub use session::MatchError;
 pub mod trie_walk;
 
@@ -37,6 +37,11 @@ pub trait ByteRecognizer {
     fn bytes_consumed(&self) -> usize;
     /// Whether the bytes consumed so far form a sentence.
     fn is_accepting(&self) -> bool;
+    /// Promises that no byte before position `pos` will be popped again, so the
+    /// recognizer may free what only undoing them needs. The default keeps all.
+    fn forget_before(&mut self, pos: usize) {
+        let _ = pos;
+    }
 
     /// Consumes `bytes` entirely or not at all.
     fn push_bytes(&mut self, bytes: &[u8]) -> bool {

@@ -1,8 +1,11 @@
 //! `Matcher`: one decoding session on the compiled path.
 //!
-//! Cheap to create from an `Arc<Engine>`; `clone()` copies the parse history (beam
-//! search); `reset()` reuses every buffer, so a pooled matcher commits without
-//! allocating once warm.
+//! Cheap to create from an `Arc<Engine>`; `reset()` reuses every buffer, so a pooled
+//! matcher commits without allocating once warm. A matcher can undo its last
+//! [`Matcher::max_rollback`] commits ([`DEFAULT_MAX_ROLLBACK`] unless set) and forgets
+//! what only older ones would need, so its memory follows the nesting depth and that
+//! window, not the length of the output, and `clone()` (beam search, parallel
+//! sampling) copies that much and no scratch buffer.
 //!
 //! `fill_mask` walks the precompiled Parser DWA over the GSS (DESIGN.md §2; see
 //! `glr::dwa_walk`): table lookups and sparse ORs, no token trie and no reduce chain.
@@ -15,8 +18,13 @@ use crate::session::{MatchError, Session};
 use crate::trie_walk;
 use std::sync::Arc;
 
+/// Commits a new matcher can undo: speculative decoding rolls back a handful of
+/// draft tokens, and a window this size keeps a clone at about a microsecond.
+/// [`Matcher::set_max_rollback`] changes it (`usize::MAX`: keep everything).
+pub const DEFAULT_MAX_ROLLBACK: usize = 32;
+
 /// A decoding session over an [`Engine`].
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Matcher {
     engine: Arc<Engine>,
     state: GlrState,
@@ -31,9 +39,26 @@ impl Matcher {
         Matcher {
             engine,
             state,
-            session: Session::default(),
+            session: Session::new(DEFAULT_MAX_ROLLBACK),
             walk: DwaWalk::default(),
         }
+    }
+
+    /// How many of the last commits [`Matcher::rollback`] can undo.
+    pub fn max_rollback(&self) -> usize {
+        self.session.max_rollback()
+    }
+
+    /// Sets how many of the last commits [`Matcher::rollback`] can undo
+    /// (`usize::MAX`: all, and memory grows with the output). A smaller window takes
+    /// effect at the next commit.
+    pub fn set_max_rollback(&mut self, max_rollback: usize) {
+        self.session.set_max_rollback(max_rollback);
+    }
+
+    /// Commits that [`Matcher::rollback`] can undo now.
+    pub fn rollback_available(&self) -> usize {
+        self.session.rollback_available()
     }
 
     /// Back to the start of input, keeping all buffers.
@@ -66,7 +91,7 @@ impl Matcher {
         self.session.commit_bytes(&mut rec, bytes)
     }
 
-    /// Undoes the last `n` commits.
+    /// Undoes the last `n` commits (at most [`Matcher::rollback_available`]).
     pub fn rollback(&mut self, n: usize) -> Result<(), MatchError> {
         let mut rec = GlrRecognizer {
             tables: self.engine.tables(),
@@ -151,5 +176,18 @@ impl Matcher {
             engine.meta().eos,
             mask,
         );
+    }
+}
+
+/// Copies the parse and its rollback window; the mask walk's buffers start empty
+/// and warm on the copy's first mask.
+impl Clone for Matcher {
+    fn clone(&self) -> Self {
+        Matcher {
+            engine: self.engine.clone(),
+            state: self.state.clone(),
+            session: self.session.clone(),
+            walk: DwaWalk::default(),
+        }
     }
 }

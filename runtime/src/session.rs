@@ -1,8 +1,10 @@
 //! Token-level bookkeeping shared by every matcher: commits as token ids or forced
-//! bytes, EOS, rollback by commits. Engines only supply a [`ByteRecognizer`].
+//! bytes, EOS, rollback by commits within a window. Engines only supply a
+//! [`ByteRecognizer`].
 
 use crate::ByteRecognizer;
 use stackmask_formats::VocabRef;
+use std::collections::VecDeque;
 
 /// Why a commit or rollback was refused. A refused commit changes nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,24 +43,89 @@ pub enum MatchError {
         /// Available.
         available: usize,
     },
+    /// `rollback(n)` past the rollback window: the matcher keeps what undoing the
+    /// last `window` commits needs, no more (memory stays bounded).
+    #[error(
+        "cannot roll back {requested} commits: the rollback window keeps the last \
+         {window} (max_rollback), of which {available} can be undone now"
+    )]
+    RollbackBeyondWindow {
+        /// Requested.
+        requested: usize,
+        /// Commits that can be undone now.
+        available: usize,
+        /// The matcher's `max_rollback`.
+        window: usize,
+    },
 }
 
-/// Commit history of one decoding session.
-#[derive(Clone, Debug, Default)]
+/// Commit history of one decoding session: where each of the last commits ended,
+/// for rolling back at most `max_rollback` of them.
+#[derive(Clone, Debug)]
 pub(crate) struct Session {
-    /// Bytes consumed after each commit.
-    commit_ends: Vec<usize>,
+    /// Bytes consumed after each of the last `ends.len() - 1` commits, preceded by
+    /// where the oldest of them started (0 at the start of input): the furthest a
+    /// rollback can return to. At most `max_rollback + 1` entries, never empty.
+    ends: VecDeque<usize>,
+    /// Commits made (and not rolled back).
+    commits: usize,
     finished: bool,
+    max_rollback: usize,
+}
+
+/// Unlimited rollback (the reference matcher's, which keeps all its history anyway).
+impl Default for Session {
+    fn default() -> Self {
+        Session::new(usize::MAX)
+    }
 }
 
 impl Session {
+    /// A session that can undo up to `max_rollback` commits (`usize::MAX`: all).
+    pub fn new(max_rollback: usize) -> Self {
+        Session {
+            ends: VecDeque::from([0]),
+            commits: 0,
+            finished: false,
+            max_rollback,
+        }
+    }
+
     pub fn finished(&self) -> bool {
         self.finished
     }
 
+    pub fn max_rollback(&self) -> usize {
+        self.max_rollback
+    }
+
+    /// Changes the window; a smaller one forgets at the next commit.
+    pub fn set_max_rollback(&mut self, max_rollback: usize) {
+        self.max_rollback = max_rollback;
+    }
+
     pub fn clear(&mut self) {
-        self.commit_ends.clear();
+        self.ends.clear();
+        self.ends.push_back(0);
+        self.commits = 0;
         self.finished = false;
+    }
+
+    /// Commits that `rollback` can undo now.
+    pub fn rollback_available(&self) -> usize {
+        self.ends.len() - 1
+    }
+
+    /// Records a commit (ending where `rec` is now) and lets `rec` forget what no rollback
+    /// within the window can reach.
+    fn record(&mut self, rec: &mut dyn ByteRecognizer) {
+        let end = rec.bytes_consumed();
+        self.ends.push_back(end);
+        self.commits += 1;
+        while self.ends.len() > self.max_rollback.saturating_add(1) {
+            self.ends.pop_front();
+        }
+        rec.forget_before(self.ends[0]);
     }
 
     pub fn commit(
@@ -78,7 +145,7 @@ impl Session {
                 return Err(MatchError::EosNotAllowed);
             }
             self.finished = true;
-            self.commit_ends.push(rec.bytes_consumed());
+            self.record(rec);
             return Ok(());
         }
         // An empty token is refused even if marked ordinary (a vocabulary assembled by
@@ -89,7 +156,7 @@ impl Session {
         if !rec.push_bytes(vocab.token_bytes(token)) {
             return Err(MatchError::Rejected { token });
         }
-        self.commit_ends.push(rec.bytes_consumed());
+        self.record(rec);
         Ok(())
     }
 
@@ -107,23 +174,31 @@ impl Session {
                 return Err(MatchError::RejectedBytes { offset: i });
             }
         }
-        self.commit_ends.push(rec.bytes_consumed());
+        self.record(rec);
         Ok(())
     }
 
     pub fn rollback(&mut self, rec: &mut dyn ByteRecognizer, n: usize) -> Result<(), MatchError> {
-        let available = self.commit_ends.len();
-        if n > available {
+        if n > self.commits {
             return Err(MatchError::RollbackTooFar {
                 requested: n,
+                available: self.commits,
+            });
+        }
+        let available = self.rollback_available();
+        if n > available {
+            return Err(MatchError::RollbackBeyondWindow {
+                requested: n,
                 available,
+                window: self.max_rollback,
             });
         }
         if n == 0 {
             return Ok(());
         }
-        self.commit_ends.truncate(available - n);
-        let target = self.commit_ends.last().copied().unwrap_or(0);
+        self.ends.truncate(self.ends.len() - n);
+        self.commits -= n;
+        let target = self.ends[self.ends.len() - 1];
         rec.pop_bytes(rec.bytes_consumed() - target);
         self.finished = false;
         Ok(())

@@ -225,6 +225,8 @@ fn clone_and_rollback_restore_earlier_masks() {
     let mut rng = Rng(0xc10_4e5);
     let (name, _, tokens) = &s.docs[0];
     let mut m = Matcher::new(s.engine.clone());
+    // Everything stays undoable: the test ends by rolling back to the start.
+    m.set_max_rollback(usize::MAX);
     let mut r = reference(&s.engine);
     let points = sample_steps(&mut rng, tokens.len() - 1, 5);
     let mut step = 0;
@@ -325,6 +327,83 @@ fn clone_and_rollback_restore_earlier_masks() {
             available: 0
         })
     );
+}
+
+/// A matcher with a small rollback window forgets what older commits would need
+/// (its GSS, heads and groups are rebuilt as it goes, once they pass a few thousand
+/// entries, so every JSON sample is used): at every step its mask equals that of a
+/// matcher that keeps everything (whose masks the other tests check against the
+/// reference), rollbacks within the window (and the clone of a windowed matcher) land
+/// exactly, and a rollback past the window is the named error with the matcher
+/// unchanged.
+#[test]
+fn a_rollback_window_forgets_history_and_keeps_masks_exact() {
+    let s = setup();
+    let mut rng = Rng(0x3d0_11ba);
+    let dir = workspace().join("grammars/samples/json");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read(&path).unwrap();
+        let tokens = s.built.tokenizer.encode(&text).unwrap();
+        for window in [0, 1, 3] {
+            let what = |step: usize| format!("{name}, window {window}, step {step}");
+            let mut m = Matcher::new(s.engine.clone());
+            m.set_max_rollback(window);
+            assert_eq!(m.max_rollback(), window);
+            let mut all = Matcher::new(s.engine.clone());
+            all.set_max_rollback(usize::MAX);
+            let (mut step, mut available) = (0, 0);
+            while step < tokens.len() {
+                m.commit(tokens[step]).unwrap();
+                all.commit(tokens[step]).unwrap();
+                step += 1;
+                // A rollback uses the window up; commits refill it.
+                available = (available + 1).min(window);
+                assert_eq!(m.rollback_available(), available, "{}", what(step));
+                assert_same_mask(&mask_of(&mut m), &mask_of(&mut all), &what(step));
+                assert_eq!(m.is_accepting(), all.is_accepting(), "{}", what(step));
+                if available == 0 || rng.below(4) != 0 {
+                    continue;
+                }
+                // Past the window: refused, nothing changes.
+                let before = snapshot(&mut m);
+                if step > window {
+                    assert_eq!(
+                        m.rollback(window + 1),
+                        Err(MatchError::RollbackBeyondWindow {
+                            requested: window + 1,
+                            available,
+                            window
+                        }),
+                        "{}",
+                        what(step)
+                    );
+                    assert_eq!(snapshot(&mut m), before, "{}", what(step));
+                }
+                // Within it, on the matcher or on a clone: exact, then the
+                // document goes on.
+                let back = 1 + rng.below(available);
+                let mut c = m.clone();
+                for x in [&mut m, &mut c] {
+                    x.rollback(back).unwrap();
+                    assert_eq!(x.rollback_available(), available - back);
+                }
+                all.rollback(back).unwrap();
+                (step, available) = (step - back, available - back);
+                let want = mask_of(&mut all);
+                assert_same_mask(&mask_of(&mut m), &want, &what(step));
+                assert_same_mask(&mask_of(&mut c), &want, &format!("clone, {}", what(step)));
+                assert_eq!(m.bytes_consumed(), all.bytes_consumed(), "{}", what(step));
+            }
+            assert_eq!(m.bytes_consumed(), text.len(), "{name}");
+        }
+    }
 }
 
 /// The observable state of a matcher.

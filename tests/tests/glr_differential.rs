@@ -76,6 +76,63 @@ fn compare(
     n
 }
 
+/// Pushes `input` into the reference and into `state` (reset first), which forgets
+/// its history at a random point after every byte (`forget_before_now`: the arenas
+/// are rebuilt each time) and now and then pops what it may still undo and pushes it
+/// again: every byte's acceptance and every `is_accepting` must agree. Leaves the
+/// reference where it was.
+fn compare_forgetting(
+    reference: &mut dyn ByteRecognizer,
+    tables: &stackmask_formats::TablesRef<'_>,
+    state: &mut GlrState,
+    input: &[u8],
+    rng: &mut Rng,
+    what: &dyn Fn() -> String,
+) {
+    state.reset(tables);
+    let start = reference.bytes_consumed();
+    let mut n = 0;
+    while n < input.len() {
+        let b = input[n];
+        let r = reference.push_byte(b);
+        assert_eq!(
+            state.push_byte(tables, b),
+            r,
+            "byte {n} of {:?} with history forgotten; {}",
+            String::from_utf8_lossy(input),
+            what()
+        );
+        if !r {
+            break;
+        }
+        n += 1;
+        let at = |n: usize| format!("after {:?}", String::from_utf8_lossy(&input[..n]));
+        assert_eq!(
+            state.is_accepting(tables),
+            reference.is_accepting(),
+            "acceptance {} with history forgotten; {}",
+            at(n),
+            what()
+        );
+        let consumed = state.bytes_consumed();
+        state.forget_before_now(consumed - rng.below(state.bytes_poppable() + 1));
+        if rng.below(3) == 0 && state.bytes_poppable() > 0 {
+            let back = 1 + rng.below(state.bytes_poppable().min(2));
+            state.pop_bytes(back);
+            reference.pop_bytes(back);
+            n -= back;
+            assert_eq!(
+                state.is_accepting(tables),
+                reference.is_accepting(),
+                "acceptance {} after popping {back} with history forgotten; {}",
+                at(n),
+                what()
+            );
+        }
+    }
+    reference.pop_bytes(reference.bytes_consumed() - start);
+}
+
 #[test]
 fn glr_matches_reference_on_random_grammars() {
     let cases = std::env::var("STACKMASK_GLR_CASES")
@@ -114,6 +171,7 @@ fn random_grammars(cases: usize) {
         let engine = ReferenceEngine::new(&g, dfas, vocab, trie).unwrap();
         let mut reference = engine.recognizer();
         let mut state = GlrState::new(&tables);
+        let mut forgetting = GlrState::new(&tables);
         let what = || format!("case {case}: {g:#?}");
         for w in strings(b"abc ", 5) {
             let mut glr = GlrRecognizer {
@@ -124,6 +182,14 @@ fn random_grammars(cases: usize) {
             reference.pop_bytes(n);
             glr.pop_bytes(n);
             assert_eq!(glr.bytes_consumed(), 0);
+            compare_forgetting(
+                &mut reference,
+                &tables,
+                &mut forgetting,
+                &w,
+                &mut rng,
+                &what,
+            );
         }
         compared += 1;
     }
@@ -179,6 +245,15 @@ fn glr_matches_reference_on_shipped_grammars() {
                 state: &mut state,
             };
             let what = || path.to_string();
+            let mut forgetting = GlrState::new(&tables);
+            compare_forgetting(
+                &mut reference,
+                &tables,
+                &mut forgetting,
+                &doc,
+                &mut rng,
+                &what,
+            );
             let n = compare(&mut reference, &mut glr, &doc, &what);
             // Mutations: from random points, pop back and push a mutated tail.
             for _ in 0..30 {
@@ -327,4 +402,39 @@ fn right_recursion_costs_linear_work() {
             "{grammar}: work {small} for 2000, {large} for 4000: not linear"
         );
     }
+}
+
+/// Issue 11 (6): a parse that forgets what it will never undo holds memory for its
+/// nesting depth, not its length. A JSON array ten times longer may not leave a
+/// larger GSS behind, nor more than a rebuild's worth of undoable bytes (a window of
+/// 0 bytes, as `validate` uses; GSS nodes counted, not bytes of memory), and nesting
+/// still costs what it must.
+#[test]
+fn forgetting_keeps_memory_to_the_nesting_depth() {
+    let lexed = lexed_shipped("json");
+    let compiled = pipeline::compile_parser(&lexed, 200_000).unwrap();
+    let tables = compiled.tables.view();
+    let kept = |text: &[u8]| {
+        let mut state = GlrState::new(&tables);
+        let mut peak = 0;
+        for &b in text {
+            assert!(state.push_byte(&tables, b));
+            state.forget_before(state.bytes_consumed());
+            peak = peak.max(state.gss_nodes());
+        }
+        assert!(state.is_accepting(&tables));
+        (peak, state.bytes_poppable())
+    };
+    let flat = |n: usize| [b"[".to_vec(), b"1, \"ab\", ".repeat(n), b"1]".to_vec()].concat();
+    let (short, long) = (kept(&flat(2_000)), kept(&flat(20_000)));
+    assert!(
+        long.0 <= short.0 + 16 && long.1 <= 4096,
+        "(peak GSS nodes, undoable bytes): {short:?} for 2,000 elements, {long:?} for 20,000"
+    );
+    let nested = |n: usize| [b"[".repeat(n), b"1".to_vec(), b"]".repeat(n)].concat();
+    let (shallow, deep) = (kept(&nested(1_000)), kept(&nested(4_000)));
+    assert!(
+        deep.0 >= 3 * shallow.0,
+        "nesting 4x deeper keeps {deep:?}, 1,000 deep {shallow:?}: a stack was dropped"
+    );
 }

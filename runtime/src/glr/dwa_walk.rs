@@ -52,14 +52,13 @@ impl DwaWalk {
             self.ored.fill(0);
             self.walk = 1;
         }
-        let p = state.bytes_consumed();
-        if p == 0 {
+        if state.at_start() {
             if dwa.initial() == ParserDwa::FALLBACK {
                 return false;
             }
             self.push_head(0, dwa.initial());
         } else {
-            for g in &state.groups[state.frame(p)] {
+            for g in &state.groups[state.current_frame()] {
                 let start = dwa.start(g.config, g.ignore);
                 if start == ParserDwa::FALLBACK {
                     return false;

@@ -15,9 +15,13 @@
 //!
 //! Everything lives in append-only arenas indexed by byte position; popping bytes is
 //! a truncation, and a warmed-up parser (after [`GlrState::reset`]) allocates nothing.
+//! Bytes that will never be popped again are forgotten ([`GlrState::forget_before`],
+//! module `history`), so memory follows the nesting depth and the rollback window,
+//! not the length of the input.
 
 mod dwa_walk;
 mod gss;
+mod history;
 mod step;
 
 pub(crate) use dwa_walk::DwaWalk;
@@ -57,18 +61,24 @@ struct Mark {
 /// with ([`GlrState::new`]): the state holds LR state ids, DFA states and lexer
 /// configuration ids of those tables, and other tables (even valid ones) would read
 /// them as something else — wrong answers, or an out-of-bounds panic.
-#[derive(Clone, Debug)]
+///
+/// Positions below are *local*: byte `base + p` of the input is local position `p`;
+/// everything before `base` has been forgotten.
+#[derive(Debug)]
 pub struct GlrState {
     gss: Gss,
-    /// Heads of every frontier, sorted by LR state within a frontier; frontier `p` is
-    /// `heads[frontiers[p]..frontiers[p + 1]]`.
+    /// Heads of every frontier, sorted by LR state within a frontier; the frontier
+    /// made by byte `p` starts at `marks[p].heads`. Groups hold ranges of it.
     heads: Vec<u32>,
-    frontiers: Vec<u32>,
     /// Lexeme groups in progress after `p` bytes: `groups[frames[p]..frames[p + 1]]`.
     groups: Vec<Group>,
     frames: Vec<u32>,
-    /// Per consumed byte: arena lengths before it.
+    /// Per byte that can still be popped: arena lengths before it.
     marks: Vec<Mark>,
+    /// Bytes forgotten: local position 0 is byte `base` of the input.
+    base: usize,
+    /// What forgetting keeps and when it runs (module `history`).
+    history: history::History,
     scratch: StepScratch,
     overlay: Gss,
     /// Scratch for [`GlrState::is_accepting`], which must not change the state.
@@ -86,10 +96,11 @@ impl GlrState {
         let mut s = GlrState {
             gss: Gss::default(),
             heads: Vec::new(),
-            frontiers: Vec::new(),
             groups: Vec::new(),
             frames: Vec::new(),
             marks: Vec::new(),
+            base: 0,
+            history: history::History::default(),
             scratch: StepScratch::default(),
             overlay: Gss::default(),
             accept_scratch: RefCell::new(Default::default()),
@@ -110,17 +121,32 @@ impl GlrState {
             first_edge: gss::NONE,
         });
         self.heads.clear();
-        self.frontiers.clear();
-        self.frontiers.push(0);
         self.groups.clear();
         self.frames.clear();
         self.frames.extend([0, 0]);
         self.marks.clear();
+        self.base = 0;
+        self.history.reset();
     }
 
     /// Bytes consumed so far.
     pub fn bytes_consumed(&self) -> usize {
+        self.base + self.marks.len()
+    }
+
+    /// Bytes that [`GlrState::pop_bytes`] can still undo.
+    pub fn bytes_poppable(&self) -> usize {
         self.marks.len()
+    }
+
+    /// Whether nothing has been consumed (the start of input, not of the kept history).
+    fn at_start(&self) -> bool {
+        self.base == 0 && self.marks.is_empty()
+    }
+
+    /// The lexeme groups in progress now.
+    fn current_frame(&self) -> std::ops::Range<usize> {
+        self.frame(self.marks.len())
     }
 
     /// Work the GLR steps have done since the state was created (GSS edges looked at):
@@ -154,7 +180,7 @@ impl GlrState {
         //    merge across the heads' LR states as in plain Tomita.
         self.new_heads.clear();
         self.overlay.clear();
-        if p == 0 {
+        if self.at_start() {
             self.new_heads.push(0);
         } else {
             self.ending.clear();
@@ -209,7 +235,6 @@ impl GlrState {
         self.new_heads.dedup();
         let frontier_start = self.heads.len();
         self.heads.extend_from_slice(&self.new_heads);
-        self.frontiers.push(self.heads.len() as u32);
 
         // 2. Lexemes starting at p with byte b: one group per LR state of the heads.
         let mut any_expected = false;
@@ -233,7 +258,7 @@ impl GlrState {
             }
             i = j;
         }
-        if any_expected && (p > 0 || tables.allow_initial_skip) {
+        if any_expected && (!self.at_start() || tables.allow_initial_skip) {
             let config = tables.ignore_start[b as usize];
             let (hs, he) = (frontier_start as u32, self.heads.len() as u32);
             if config != 0 && self.ignore_may_continue(tables, config, hs, he) {
@@ -263,7 +288,6 @@ impl GlrState {
         if self.groups.len() == mark.groups as usize {
             self.gss.truncate(mark.nodes as usize, mark.edges as usize);
             self.heads.truncate(mark.heads as usize);
-            self.frontiers.pop();
             return false;
         }
         self.frames.push(self.groups.len() as u32);
@@ -293,14 +317,20 @@ impl GlrState {
     ///
     /// # Panics
     ///
-    /// If `n > self.bytes_consumed()`: there is nothing to undo below the start of
-    /// input, and a caller asking for it has lost track of its own commits (the
-    /// matchers check their rollback counts before calling this).
+    /// If `n > self.bytes_poppable()`: there is nothing to undo below the start of
+    /// input or the forgotten history, and a caller asking for it has lost track of
+    /// its own commits (the matchers check their rollback counts and windows before
+    /// calling this).
     pub fn pop_bytes(&mut self, n: usize) {
         assert!(
             n <= self.marks.len(),
-            "pop_bytes({n}) with only {} bytes consumed",
-            self.marks.len()
+            "pop_bytes({n}) with only {} bytes {}",
+            self.marks.len(),
+            if self.base == 0 {
+                "consumed"
+            } else {
+                "that can be undone"
+            }
         );
         if n == 0 {
             return;
@@ -309,7 +339,6 @@ impl GlrState {
         let mark = self.marks[m];
         self.gss.truncate(mark.nodes as usize, mark.edges as usize);
         self.heads.truncate(mark.heads as usize);
-        self.frontiers.truncate(m + 1);
         self.groups.truncate(mark.groups as usize);
         self.frames.truncate(m + 2);
         self.marks.truncate(m);
@@ -318,7 +347,6 @@ impl GlrState {
     /// Whether the bytes consumed so far form a sentence. `tables` are the ones the
     /// state was created with.
     pub fn is_accepting(&self, tables: &TablesRef<'_>) -> bool {
-        let p = self.marks.len();
         let eof = tables.lr.num_terminals - 1;
         let mut guard = self.accept_scratch.borrow_mut();
         let (scratch, overlay, shifted) = &mut *guard;
@@ -328,10 +356,10 @@ impl GlrState {
             over: overlay,
         };
         let mut none = Vec::new();
-        if p == 0 {
+        if self.at_start() {
             return step::step(tables, &mut layered, &[0], eof, scratch, &mut none);
         }
-        for gi in self.frame(p) {
+        for gi in self.current_frame() {
             let g = self.groups[gi];
             if g.ignore || !tables.conf_may_end(g.config) {
                 continue;
@@ -353,6 +381,28 @@ impl GlrState {
     }
 }
 
+/// A copy of the parse (its history included), with fresh scratch buffers: only
+/// what the parse is gets copied, and a copy warms its buffers on first use.
+impl Clone for GlrState {
+    fn clone(&self) -> Self {
+        GlrState {
+            gss: self.gss.clone(),
+            heads: self.heads.clone(),
+            groups: self.groups.clone(),
+            frames: self.frames.clone(),
+            marks: self.marks.clone(),
+            base: self.base,
+            history: self.history.clone(),
+            scratch: self.scratch.fresh(),
+            overlay: Gss::default(),
+            accept_scratch: RefCell::new(Default::default()),
+            new_heads: Vec::new(),
+            ending: Vec::new(),
+            step_heads: Vec::new(),
+        }
+    }
+}
+
 /// A [`GlrState`] bound to its tables: the [`crate::ByteRecognizer`] view.
 pub struct GlrRecognizer<'a, 's> {
     /// The tables the state was created with.
@@ -370,6 +420,9 @@ impl crate::ByteRecognizer for GlrRecognizer<'_, '_> {
     }
     fn bytes_consumed(&self) -> usize {
         self.state.bytes_consumed()
+    }
+    fn forget_before(&mut self, pos: usize) {
+        self.state.forget_before(pos)
     }
     fn is_accepting(&self) -> bool {
         self.state.is_accepting(&self.tables)

@@ -66,6 +66,16 @@ pub(crate) struct StepScratch {
     pub(crate) effort: u64,
 }
 
+impl StepScratch {
+    /// Empty buffers that continue this one's work count (for a copied parse).
+    pub(crate) fn fresh(&self) -> Self {
+        StepScratch {
+            effort: self.effort,
+            ..Default::default()
+        }
+    }
+}
+
 /// Edges of a node scanned for duplicates before [`StepScratch::edge_set`] takes over.
 const SCAN_EDGES: u32 = 16;
 
