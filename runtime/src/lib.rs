@@ -42,6 +42,12 @@ pub trait ByteRecognizer {
     fn forget_before(&mut self, pos: usize) {
         let _ = pos;
     }
+    /// If the last refused byte (or `false` from `is_accepting`) was refused because
+    /// it needed more work than the recognizer's limit allows: that limit. The default
+    /// has none.
+    fn over_work_limit(&self) -> Option<u64> {
+        None
+    }
 
     /// Consumes `bytes` entirely or not at all.
     fn push_bytes(&mut self, bytes: &[u8]) -> bool {

@@ -56,6 +56,13 @@ impl Matcher {
         self.session.set_max_rollback(max_rollback);
     }
 
+    /// Sets the GLR work one byte may take (GSS edges looked at;
+    /// [`crate::glr::DEFAULT_MAX_STEP_WORK`] unless set): a commit whose bytes need more
+    /// fails with [`MatchError::WorkLimit`] and changes nothing.
+    pub fn set_max_step_work(&mut self, max: u64) {
+        self.state.set_max_step_work(max);
+    }
+
     /// Commits that [`Matcher::rollback`] can undo now.
     pub fn rollback_available(&self) -> usize {
         self.session.rollback_available()

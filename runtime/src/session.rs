@@ -29,6 +29,16 @@ pub enum MatchError {
         /// Offset of the first rejected byte within the committed bytes.
         offset: usize,
     },
+    /// The parse needed more work for one byte than its limit allows: the grammar is
+    /// highly ambiguous here. Nothing was committed.
+    #[error(
+        "the parse needs more than {limit} units of GLR work for one byte (max_step_work): \
+         the grammar is too ambiguous here; nothing was committed"
+    )]
+    WorkLimit {
+        /// The limit (GSS edges looked at per byte).
+        limit: u64,
+    },
     /// EOS was committed where the input is not a sentence.
     #[error("end of sequence is not allowed here")]
     EosNotAllowed,
@@ -142,7 +152,10 @@ impl Session {
         }
         if token == vocab.eos {
             if !rec.is_accepting() {
-                return Err(MatchError::EosNotAllowed);
+                return Err(match rec.over_work_limit() {
+                    Some(limit) => MatchError::WorkLimit { limit },
+                    None => MatchError::EosNotAllowed,
+                });
             }
             self.finished = true;
             self.record(rec);
@@ -154,7 +167,10 @@ impl Session {
             return Err(MatchError::SpecialToken(token));
         }
         if !rec.push_bytes(vocab.token_bytes(token)) {
-            return Err(MatchError::Rejected { token });
+            return Err(match rec.over_work_limit() {
+                Some(limit) => MatchError::WorkLimit { limit },
+                None => MatchError::Rejected { token },
+            });
         }
         self.record(rec);
         Ok(())
@@ -170,8 +186,12 @@ impl Session {
         }
         for (i, &b) in bytes.iter().enumerate() {
             if !rec.push_byte(b) {
+                let over = rec.over_work_limit();
                 rec.pop_bytes(i);
-                return Err(MatchError::RejectedBytes { offset: i });
+                return Err(match over {
+                    Some(limit) => MatchError::WorkLimit { limit },
+                    None => MatchError::RejectedBytes { offset: i },
+                });
             }
         }
         self.record(rec);

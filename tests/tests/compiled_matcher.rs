@@ -789,3 +789,21 @@ fn sweep_masks_match_the_reference_everywhere() {
     }
     eprintln!("{checked} masks compared");
 }
+
+/// A commit whose bytes need more GLR work than the matcher's limit (an ambiguous
+/// grammar on a long input) is the named error, with the limit, and changes nothing;
+/// the message says what to raise.
+#[test]
+fn a_commit_past_the_work_limit_is_the_named_error() {
+    let built = cached("expr", "bytes");
+    let mut m = Matcher::new(engine(&built.bytes));
+    m.set_max_step_work(20_000);
+    let text = b"1+1+".repeat(400);
+    let err = m.commit_bytes(&text).unwrap_err();
+    assert_eq!(err, MatchError::WorkLimit { limit: 20_000 });
+    assert!(err.to_string().contains("max_step_work"), "{err}");
+    assert_eq!(m.bytes_consumed(), 0);
+    m.set_max_step_work(u64::MAX);
+    m.commit_bytes(&text[..text.len() - 1]).unwrap();
+    assert!(m.is_accepting());
+}

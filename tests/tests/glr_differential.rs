@@ -438,3 +438,41 @@ fn forgetting_keeps_memory_to_the_nesting_depth() {
         "nesting 4x deeper keeps {deep:?}, 1,000 deep {shallow:?}: a stack was dropped"
     );
 }
+
+/// Issue 11 (5): an ambiguous grammar's byte can need millions of GSS edge visits
+/// (`expr.lark`'s `e: e "+" e` on a long sum): past the per-byte work limit the byte
+/// is refused as over the limit — named, distinct from a byte the grammar refuses —
+/// and the state is unchanged, so a larger limit accepts the same byte.
+#[test]
+fn a_byte_past_the_work_limit_is_refused_and_named() {
+    let lexed = lexed_shipped("expr");
+    let compiled = pipeline::compile_parser(&lexed, 200_000).unwrap();
+    let tables = compiled.tables.view();
+    let text = b"1+1+".repeat(400);
+    let mut state = GlrState::new(&tables);
+    state.set_max_step_work(20_000);
+    let mut refused_at = None;
+    for (i, &b) in text.iter().enumerate() {
+        let accepting = state.is_accepting(&tables);
+        if !state.push_byte(&tables, b) {
+            refused_at = Some(i);
+            assert!(state.over_work_limit(), "byte {i} refused for its text");
+            assert_eq!(
+                state.bytes_consumed(),
+                i,
+                "the refused byte changed the state"
+            );
+            assert_eq!(state.is_accepting(&tables), accepting);
+            state.set_max_step_work(u64::MAX);
+            assert!(state.push_byte(&tables, b), "byte {i} with no limit");
+            assert!(!state.over_work_limit());
+            break;
+        }
+        assert!(!state.over_work_limit());
+    }
+    let i = refused_at.expect("800 terms of an ambiguous sum stay under 20,000 edges a byte");
+    assert!(i > 10, "refused at byte {i}: the limit bites on short sums");
+    // A byte the grammar refuses is not over the limit.
+    assert!(!state.push_byte(&tables, b')'));
+    assert!(!state.over_work_limit());
+}

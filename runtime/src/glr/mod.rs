@@ -29,7 +29,12 @@ pub(crate) use dwa_walk::DwaWalk;
 use gss::{Gss, Layered};
 use stackmask_formats::TablesRef;
 use std::cell::RefCell;
-use step::StepScratch;
+use step::{EffortLimit, StepScratch};
+
+/// GLR work (GSS edges looked at) one byte may take before the parse gives up with
+/// an error: a deterministic byte takes a handful, an ambiguous grammar's byte can
+/// take millions (`e: e "+" e` over a long sum). About a tenth of a second.
+pub const DEFAULT_MAX_STEP_WORK: u64 = 20_000_000;
 
 /// The lexemes in progress that started at one boundary from heads in one LR state
 /// (or, for ignore lexemes, from the whole frontier), as one interned configuration.
@@ -79,6 +84,11 @@ pub struct GlrState {
     base: usize,
     /// What forgetting keeps and when it runs (module `history`).
     history: history::History,
+    /// Work one byte (or the acceptance test) may take.
+    max_step_work: u64,
+    /// Whether the last `push_byte` or `is_accepting` answered `false` for its work,
+    /// not for the text (a `Cell`: `is_accepting` takes `&self`).
+    over_work_limit: std::cell::Cell<bool>,
     scratch: StepScratch,
     overlay: Gss,
     /// Scratch for [`GlrState::is_accepting`], which must not change the state.
@@ -101,6 +111,8 @@ impl GlrState {
             marks: Vec::new(),
             base: 0,
             history: history::History::default(),
+            max_step_work: DEFAULT_MAX_STEP_WORK,
+            over_work_limit: Default::default(),
             scratch: StepScratch::default(),
             overlay: Gss::default(),
             accept_scratch: RefCell::new(Default::default()),
@@ -149,6 +161,24 @@ impl GlrState {
         self.frame(self.marks.len())
     }
 
+    /// Sets the work one byte (or [`GlrState::is_accepting`]) may take, in GSS edges
+    /// looked at ([`DEFAULT_MAX_STEP_WORK`] unless set): past it the byte is refused
+    /// and [`GlrState::over_work_limit`] says why.
+    pub fn set_max_step_work(&mut self, max: u64) {
+        self.max_step_work = max;
+    }
+
+    /// The work one byte may take.
+    pub fn max_step_work(&self) -> u64 {
+        self.max_step_work
+    }
+
+    /// Whether the last [`GlrState::push_byte`] or [`GlrState::is_accepting`] answered
+    /// `false` because it needed more than [`GlrState::max_step_work`], not for the text.
+    pub fn over_work_limit(&self) -> bool {
+        self.over_work_limit.get()
+    }
+
     /// Work the GLR steps have done since the state was created (GSS edges looked at):
     /// tests check how it grows with the input, never wall time.
     pub fn work(&self) -> u64 {
@@ -180,6 +210,9 @@ impl GlrState {
         //    merge across the heads' LR states as in plain Tomita.
         self.new_heads.clear();
         self.overlay.clear();
+        self.over_work_limit.set(false);
+        self.scratch.effort_limit =
+            EffortLimit(self.scratch.effort.saturating_add(self.max_step_work));
         if self.at_start() {
             self.new_heads.push(0);
         } else {
@@ -226,6 +259,13 @@ impl GlrState {
                     &mut self.scratch,
                     &mut self.new_heads,
                 );
+                if self.scratch.exceeded {
+                    // Nothing is committed yet: the overlay is all this byte wrote.
+                    self.scratch.exceeded = false;
+                    self.over_work_limit.set(true);
+                    self.overlay.clear();
+                    return false;
+                }
             }
         }
         self.gss.append(&self.overlay);
@@ -347,9 +387,21 @@ impl GlrState {
     /// Whether the bytes consumed so far form a sentence. `tables` are the ones the
     /// state was created with.
     pub fn is_accepting(&self, tables: &TablesRef<'_>) -> bool {
-        let eof = tables.lr.num_terminals - 1;
         let mut guard = self.accept_scratch.borrow_mut();
-        let (scratch, overlay, shifted) = &mut *guard;
+        let scratch = &mut guard.0;
+        scratch.effort_limit = EffortLimit(scratch.effort.saturating_add(self.max_step_work));
+        let accepting = self.accepting(tables, &mut guard);
+        let over = std::mem::take(&mut guard.0.exceeded);
+        self.over_work_limit.set(over);
+        accepting && !over
+    }
+
+    fn accepting(
+        &self,
+        tables: &TablesRef<'_>,
+        (scratch, overlay, shifted): &mut (StepScratch, Gss, Vec<u32>),
+    ) -> bool {
+        let eof = tables.lr.num_terminals - 1;
         overlay.clear();
         let mut layered = Layered {
             base: &self.gss,
@@ -372,6 +424,9 @@ impl GlrState {
                 }
                 shifted.clear();
                 step::step(tables, &mut layered, heads, t, scratch, shifted);
+                if scratch.exceeded {
+                    return false;
+                }
                 if step::step(tables, &mut layered, shifted, eof, scratch, &mut none) {
                     return true;
                 }
@@ -393,6 +448,8 @@ impl Clone for GlrState {
             marks: self.marks.clone(),
             base: self.base,
             history: self.history.clone(),
+            max_step_work: self.max_step_work,
+            over_work_limit: self.over_work_limit.clone(),
             scratch: self.scratch.fresh(),
             overlay: Gss::default(),
             accept_scratch: RefCell::new(Default::default()),
@@ -423,6 +480,11 @@ impl crate::ByteRecognizer for GlrRecognizer<'_, '_> {
     }
     fn forget_before(&mut self, pos: usize) {
         self.state.forget_before(pos)
+    }
+    fn over_work_limit(&self) -> Option<u64> {
+        self.state
+            .over_work_limit()
+            .then_some(self.state.max_step_work())
     }
     fn is_accepting(&self) -> bool {
         self.state.is_accepting(&self.tables)

@@ -64,6 +64,10 @@ pub(crate) struct StepScratch {
     inner_sorted: Vec<(u32, u32)>,
     /// Work done so far (edges looked at), for tests of how it grows.
     pub(crate) effort: u64,
+    /// `effort` past which a step gives up (the caller's work budget).
+    pub(crate) effort_limit: EffortLimit,
+    /// Whether a step gave up at `effort_limit`; its nodes are then incomplete.
+    pub(crate) exceeded: bool,
 }
 
 impl StepScratch {
@@ -71,8 +75,19 @@ impl StepScratch {
     pub(crate) fn fresh(&self) -> Self {
         StepScratch {
             effort: self.effort,
+            effort_limit: self.effort_limit,
             ..Default::default()
         }
+    }
+}
+
+/// A value of `StepScratch::effort` past which steps give up; none by default.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EffortLimit(pub u64);
+
+impl Default for EffortLimit {
+    fn default() -> Self {
+        EffortLimit(u64::MAX)
     }
 }
 
@@ -129,6 +144,9 @@ fn link(gss: &mut Layered<'_>, s: &mut StepScratch, w: u32, u: u32) -> bool {
 /// Runs reductions on lookahead `t` from `heads`, then shifts `t`, appending the new
 /// head nodes to `out`. With `t == eof`, there is no shift: returns whether Accept
 /// was reached. Nodes are written to `gss.over`.
+///
+/// Gives up once `s.effort` passes `s.effort_limit`, setting `s.exceeded` (and then
+/// `out` and the overlay are incomplete and must be discarded).
 pub(crate) fn step(
     tables: &TablesRef<'_>,
     gss: &mut Layered<'_>,
@@ -151,6 +169,10 @@ pub(crate) fn step(
     let mut accepted = false;
     loop {
         while let Some((v, full)) = s.work.pop() {
+            if s.effort > s.effort_limit.0 {
+                s.exceeded = true;
+                return false;
+            }
             let state = gss.node(v).state;
             for a in tables.lr.decoded_actions(state, t) {
                 match a {
@@ -203,6 +225,11 @@ pub(crate) fn step(
         s.inner_sorted.sort_unstable();
         s.work.extend(s.reduced.iter().map(|&(_, w)| (w, false)));
     }
+    if s.effort > s.effort_limit.0 {
+        // The last reduction went past the limit (its paths may be incomplete).
+        s.exceeded = true;
+        return false;
+    }
     for i in 0..s.shifts.len() {
         let (target, from) = s.shifts[i];
         match s.shifted.iter().find(|&&(st, _)| st == target) {
@@ -254,6 +281,11 @@ fn paths(gss: &Layered<'_>, v: u32, len: u32, through_fresh: bool, s: &mut StepS
     s.level.clear();
     s.level.push((node, used));
     for _ in 0..left {
+        if s.effort > s.effort_limit.0 {
+            // `step` sees the limit passed and gives up.
+            s.ends.clear();
+            return;
+        }
         s.next_level.clear();
         for &(node, used) in &s.level {
             if !used {
