@@ -8,6 +8,7 @@
 //! Objects and arrays with counts become counter nonterminals (`M(slot, count)`).
 
 use super::keywords::{self, Diagnostics, KeywordClass};
+use super::listed_values::ListedValues;
 use super::refs::{self, child, RefIndex};
 use super::{
     ecma_regex, formats, merge, number_lang, string_lang, Draft, PropertyOrder, SchemaIssue,
@@ -55,6 +56,7 @@ pub struct Generator<'a> {
     root: &'a Value,
     opts: SchemaOptions,
     refs: RefIndex,
+    listed: ListedValues<'a>,
     /// Warnings (lenient mode, unknown keywords).
     pub diags: Diagnostics,
     terminals: Vec<Terminal>,
@@ -73,6 +75,7 @@ impl<'a> Generator<'a> {
             root,
             opts,
             refs: RefIndex::new(root),
+            listed: ListedValues::new(root, opts.draft),
             diags: Diagnostics {
                 lenient: opts.lenient,
                 warnings: Vec::new(),
@@ -392,9 +395,16 @@ impl<'a> Generator<'a> {
     fn typed(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<()> {
         let types = allowed_types(m, ptr)?;
         if let Some(values) = enum_values(m) {
-            self.check_enum_siblings(m, ptr)?;
-            for v in values {
-                if value_has_type(&v, &types) && self.instance_ok(&v, m) {
+            // A full validator decides every keyword beside a list; where it cannot
+            // build the schema, only what `instance_ok` decides is allowed.
+            let verdicts: Vec<Option<bool>> =
+                values.iter().map(|v| self.listed.accepts(m, v)).collect();
+            if verdicts.iter().any(Option::is_none) {
+                self.check_enum_siblings(m, ptr)?;
+            }
+            for (v, verdict) in values.into_iter().zip(verdicts) {
+                let ok = verdict.unwrap_or_else(|| self.instance_ok(&v, m));
+                if value_has_type(&v, &types) && ok {
                     let syms = self.const_symbols(&v);
                     self.rule(nt, syms);
                 }

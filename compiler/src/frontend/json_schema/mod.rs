@@ -6,7 +6,8 @@
 //! terminal (`string_lang`), and a direct builder shares one nonterminal per subschema
 //! and per `$ref` with no name mangling. Modules, one idea each:
 //! [`refs`] (`$ref`/`$anchor`/`$id` resolution), [`keywords`] (which keywords are
-//! annotations, enforced or reported; warnings), [`merge`] (`allOf`), [`ecma_regex`]
+//! annotations, enforced or reported; warnings), [`merge`] (`allOf`), [`listed_values`]
+//! (which `enum`/`const` values a schema accepts, by a full validator), [`ecma_regex`]
 //! (ECMA-262 → Rust regex), [`string_lang`] (character languages → JSON string
 //! terminals), [`formats`], [`number_lang`] (numeric ranges), [`grammar_gen`].
 //!
@@ -20,6 +21,7 @@ pub mod ecma_regex;
 pub mod formats;
 pub mod grammar_gen;
 pub mod keywords;
+pub mod listed_values;
 pub mod merge;
 pub mod number_lang;
 pub mod refs;

@@ -83,3 +83,32 @@ fn one_of_needs_disjoint_branches() {
     let e = schema_to_grammar(&overlapping, "s", &SchemaOptions::default()).unwrap_err();
     assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
 }
+
+/// Beside a list of values every keyword is decided by the validator: `not`, `oneOf`,
+/// `if`-free conditionals through `$ref`, `uniqueItems` — strict mode compiles, and
+/// exactly the listed values that validate are accepted.
+#[test]
+fn listed_values_are_filtered_by_every_keyword_beside_them() {
+    let s = json!({
+        "definitions": {"noFalse": {"not": {"const": {"a": false}}}},
+        "properties": {"x": {
+            "allOf": [{"enum": [{"a": 0}, {"a": false}, 3, [1, 1], [1, 2], "b"]}, {"$ref": "#/definitions/noFalse"}],
+            "not": {"oneOf": [{"const": 3}, {"type": "string", "maxLength": 0}]},
+            "uniqueItems": true
+        }},
+        "required": ["x"],
+        "additionalProperties": false
+    });
+    let ok = accepts(&s, &SchemaOptions::default());
+    for (doc, want) in [
+        (r#"{"x":{"a":0}}"#, true),
+        (r#"{"x":{"a":false}}"#, false),
+        (r#"{"x":3}"#, false),
+        (r#"{"x":[1,1]}"#, false),
+        (r#"{"x":[1,2]}"#, true),
+        (r#"{"x":"b"}"#, true),
+        (r#"{"x":"c"}"#, false),
+    ] {
+        assert_eq!(ok(doc), want, "{doc}");
+    }
+}
