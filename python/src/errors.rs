@@ -55,6 +55,13 @@ pyo3::create_exception!(
     "`rollback(n)` asked to undo more commits than were made."
 );
 
+pyo3::create_exception!(
+    stackmask,
+    WorkLimitError,
+    StackmaskError,
+    "A commit needed more parsing work for one byte than the matcher's `max_step_work` (a highly ambiguous grammar); nothing was committed."
+);
+
 /// Registers the exception classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -65,6 +72,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ArtifactError", py.get_type::<ArtifactError>())?;
     m.add("InvalidTokenError", py.get_type::<InvalidTokenError>())?;
     m.add("RollbackError", py.get_type::<RollbackError>())?;
+    m.add("WorkLimitError", py.get_type::<WorkLimitError>())?;
     Ok(())
 }
 
@@ -123,6 +131,7 @@ pub fn engine_error(e: EngineError) -> PyErr {
 pub fn match_error(e: MatchError) -> PyErr {
     match e {
         MatchError::UnknownToken(_) => InvalidTokenError::new_err(e.to_string()),
+        MatchError::WorkLimit { .. } => WorkLimitError::new_err(e.to_string()),
         MatchError::RollbackTooFar { .. } | MatchError::RollbackBeyondWindow { .. } => {
             RollbackError::new_err(e.to_string())
         }

@@ -55,6 +55,7 @@ impl Matcher {
                 "token {token} is not in the vocabulary ({} tokens)",
                 self.session().engine().meta().vocab_len
             ))),
+            Err(e @ MatchError::WorkLimit { .. }) => Err(match_error(e)),
             Err(_) => Ok(false),
         }
     }
@@ -102,10 +103,16 @@ impl Matcher {
     /// A matcher at the start of input that can roll back its last `max_rollback`
     /// commits (memory and `copy()` cost grow with it; `None`: unlimited).
     #[new]
-    #[pyo3(signature = (grammar, max_rollback = stackmask_runtime::DEFAULT_MAX_ROLLBACK))]
-    fn new(grammar: &Grammar, max_rollback: Option<usize>) -> Self {
+    ///
+    /// `max_step_work` bounds the parsing work one byte may take (GSS edges looked at;
+    /// default 20 million): a commit past it raises `WorkLimitError` and changes nothing.
+    #[pyo3(signature = (grammar, max_rollback = stackmask_runtime::DEFAULT_MAX_ROLLBACK, max_step_work = None))]
+    fn new(grammar: &Grammar, max_rollback: Option<usize>, max_step_work: Option<u64>) -> Self {
         let mut s = Session::new(grammar.engine.clone());
         s.set_max_rollback(max_rollback.unwrap_or(usize::MAX));
+        if let Some(work) = max_step_work {
+            s.set_max_step_work(work);
+        }
         Matcher::from_session(s)
     }
 
@@ -137,8 +144,12 @@ impl Matcher {
 
     /// Commits raw bytes (forced text, a jump-forward): all or nothing. Counts as one
     /// commit for `rollback`.
-    fn accept_bytes(&mut self, data: &[u8]) -> bool {
-        self.session().commit_bytes(data).is_ok()
+    fn accept_bytes(&mut self, data: &[u8]) -> PyResult<bool> {
+        match self.session().commit_bytes(data) {
+            Ok(()) => Ok(true),
+            Err(e @ MatchError::WorkLimit { .. }) => Err(match_error(e)),
+            Err(_) => Ok(false),
+        }
     }
 
     /// How many of `ids`, from the first, would be accepted in a row (speculative

@@ -34,6 +34,7 @@ from ._stackmask import (
     StackmaskError,
     Tokenizer,
     TokenizerError,
+    WorkLimitError,
     apply_token_bitmask_inplace_numpy as _apply_numpy,
     fill_next_token_bitmask_batch,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "StackmaskError",
     "Tokenizer",
     "TokenizerError",
+    "WorkLimitError",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
     "bitmask_words",

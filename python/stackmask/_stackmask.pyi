@@ -27,6 +27,9 @@ class ArtifactError(StackmaskError):
 class InvalidTokenError(StackmaskError):
     """A token id outside the vocabulary."""
 
+class WorkLimitError(StackmaskError):
+    """A commit needed more parsing work for one byte than ``max_step_work``; nothing was committed."""
+
 class RollbackError(StackmaskError):
     """``rollback(n)`` with more commits than were made."""
 
@@ -142,8 +145,12 @@ class Grammar:
 class Matcher:
     """One decoding session over a :class:`Grammar`."""
 
-    def __init__(self, grammar: Grammar, max_rollback: Optional[int] = 32) -> None:
-        """A matcher that can roll back its last ``max_rollback`` commits (``None``: all)."""
+    def __init__(
+        self, grammar: Grammar, max_rollback: Optional[int] = 32, max_step_work: Optional[int] = None
+    ) -> None:
+        """A matcher that can roll back its last ``max_rollback`` commits (``None``: all);
+        a commit needing more than ``max_step_work`` parsing work for one byte raises
+        :class:`WorkLimitError`."""
     @property
     def max_rollback(self) -> Optional[int]:
         """How many of the last commits :meth:`rollback` can undo (``None``: unlimited)."""

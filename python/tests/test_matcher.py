@@ -202,3 +202,12 @@ def test_speculative_decoding_masks_equal_a_fresh_matchers(json_grammar, o200k):
         steps += 1
     assert m.is_accepting() and m.accept_token(o200k.eos_id) and m.is_terminated()
     assert steps > 5
+
+
+def test_work_limit_is_a_named_error(expr_grammar):
+    m = stackmask.Matcher(expr_grammar, max_step_work=20_000)
+    with pytest.raises(stackmask.WorkLimitError, match="max_step_work"):
+        m.accept_bytes(b"1+1+" * 400)
+    assert m.bytes_consumed == 0
+    unlimited = stackmask.Matcher(expr_grammar, max_step_work=2**63)
+    assert unlimited.accept_bytes(b"1+1+" * 400 + b"1")
