@@ -1,6 +1,7 @@
 //! The steady state of commit and fill_mask allocates nothing: after a warm-up pass
 //! over a document and `reset()`, filling every mask and committing the same document
-//! again (and rolling back, and asking `is_accepting`) makes zero heap allocations. Counted with a global allocator, so
+//! again (and rolling back, and asking `is_accepting`) makes zero heap allocations, in
+//! the matcher and in a warmed clone of it. Counted with a global allocator, so
 //! this file is its own test binary.
 
 mod common;
@@ -103,5 +104,15 @@ fn commit_and_fill_mask_do_not_allocate_when_warm() {
             after - before,
             tokens.len()
         );
+        // A clone (beam search) starts with empty scratch buffers: once it has warmed
+        // them on one pass, it too commits and masks without allocating.
+        let mut c = m.clone();
+        c.reset();
+        run(&mut c, &tokens, tokenizer.eos(), &mut mask);
+        c.reset();
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        run(&mut c, &tokens, tokenizer.eos(), &mut mask);
+        let after = ALLOCATIONS.load(Ordering::Relaxed);
+        assert_eq!(after - before, 0, "{grammar}: a warm clone allocated");
     }
 }
