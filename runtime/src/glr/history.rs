@@ -20,7 +20,7 @@ use super::gss::{Edge, Gss, Node, NONE};
 use super::{GlrState, Mark};
 
 /// Arena entries below which forgetting is not worth a rebuild.
-const MIN_REBUILD_ENTRIES: usize = 4096;
+const MIN_REBUILD_ENTRIES: usize = 2048;
 
 /// When the next rebuild is due, and its scratch buffers.
 #[derive(Debug, Default)]
