@@ -122,8 +122,12 @@ impl Matcher {
         self.state.bytes_consumed()
     }
 
-    /// Whether `bytes` could be committed now (the matcher is unchanged).
+    /// Whether `bytes` could be committed now (the matcher is unchanged): what
+    /// [`Matcher::commit_bytes`] would do, so nothing after EOS.
     pub fn accepts_bytes(&mut self, bytes: &[u8]) -> bool {
+        if self.session.finished() {
+            return false;
+        }
         let tables = self.engine.tables();
         let mut rec = GlrRecognizer {
             tables,

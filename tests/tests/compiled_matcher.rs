@@ -572,6 +572,9 @@ fn eos_rules() {
     assert_eq!(m.commit(eos), Err(MatchError::Finished));
     assert_eq!(m.commit_bytes(b" "), Err(MatchError::Finished));
     assert_eq!(m.commit_bytes(b""), Err(MatchError::Finished));
+    // accepts_bytes answers what commit_bytes does (found by the matcher_ops fuzzer).
+    assert!(!m.accepts_bytes(b" "));
+    assert!(!m.accepts_bytes(b""));
     assert_eq!(snapshot(&mut m), finished);
 
     // Rollback over EOS: back to the accepting state before it, mask and all.
