@@ -3,10 +3,10 @@
 //!
 //! A compile cannot be killed from outside without killing its process (and a serving
 //! worker compiles on its own threads), so each stage polls the budget: at its start,
-//! and every few hundred iterations of its loops through a [`Poll`]. A poll is one
-//! atomic load and, every [`POLL_EVERY`] ticks, one clock read, so it costs nothing
-//! measurable; the worst delay between a cancel (or the deadline) and the error is one
-//! poll interval of the slowest loop, milliseconds. Parallel stages (the Parser DWA's
+//! and every few hundred iterations of its loops through a [`Poll`]. A tick is a counter
+//! increment; every [`POLL_EVERY`]th loads the cancel flag and reads the clock, so it
+//! costs nothing measurable; the worst delay between a cancel (or the deadline) and the
+//! error is one poll interval of the slowest loop, milliseconds. Parallel stages (the Parser DWA's
 //! rayon workers) share the budget, so every worker stops at its next poll.
 //!
 //! A stage that runs out ends the compile with [`BudgetError`] naming the stage; the
@@ -47,7 +47,7 @@ pub enum Stage {
     FrontEnd,
     /// Terminal regexes to byte DFAs.
     Lexer,
-    /// The grammar × lexeme-adjacency product for greedy dead ends.
+    /// The check for greedy dead ends and the grammar × lexeme-adjacency product.
     AdjacencyProduct,
     /// The canonical LR(1) automaton.
     Lr,
@@ -66,7 +66,7 @@ impl std::fmt::Display for Stage {
         f.write_str(match self {
             Stage::FrontEnd => "front end",
             Stage::Lexer => "lexer DFAs",
-            Stage::AdjacencyProduct => "greedy-dead-end product",
+            Stage::AdjacencyProduct => "greedy-dead-end check and product",
             Stage::Lr => "LR(1) automaton",
             Stage::LexerConfigs => "lexer configurations",
             Stage::TerminalDwa => "Terminal DWA",
