@@ -73,11 +73,15 @@ def test_cancel_from_another_thread(o200k_compiler):
 
 def test_ctrl_c_interrupts_a_compile(o200k_compiler):
     # interrupt_main raises KeyboardInterrupt in the main thread as SIGINT would; the
-    # compile's wait loop runs the signal handlers, cancels the worker and re-raises.
+    # compile's wait loop runs the signal handlers, cancels the worker (through the
+    # token it was given) and re-raises. Had the call ignored signals until the compile
+    # ended, the interrupt would come after it, with the token never cancelled.
+    token = stackmask.CancelToken()
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            o200k_compiler.compile_lark(SLOW)
+            o200k_compiler.compile_lark(SLOW, cancel=token)
     finally:
         timer.cancel()
+    assert token.cancelled
