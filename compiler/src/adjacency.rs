@@ -22,6 +22,7 @@
 use crate::analysis::{members, terminal_follow, FirstSets};
 use stackmask_formats::dfa::ReverseEdges;
 use stackmask_formats::{ByteDfa, Grammar, Location, Symbol};
+use std::collections::HashMap;
 
 /// Where a grammar may dead-end under greedy lexing (not an error: the place the
 /// product stage reports when its own limit is hit). The message starts with
@@ -132,6 +133,16 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         .iter()
         .map(|d| std::array::from_fn(|b| d.extends(d.start, b as u8)))
         .collect();
+    // Terminals numbered by their set of first bytes (equal sets, equal numbers).
+    let mut class_of: HashMap<&ByteSet, usize> = HashMap::new();
+    let first_class: Vec<usize> = firsts
+        .iter()
+        .map(|f| {
+            let next = class_of.len();
+            *class_of.entry(f).or_insert(next)
+        })
+        .collect();
+    let mut searched = vec![false; class_of.len()];
     let ign = ignore_exits(g, dfas);
     let mut in_rules = vec![false; n];
     for s in g.rules.iter().flat_map(|r| &r.rhs) {
@@ -150,6 +161,8 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         let first = FirstSets::new(g, &[], g.nonterminals.len());
         any_follow.extend(members(&first.first[g.start as usize]).filter(|&u| (u as usize) < n));
     }
+    any_follow.sort_unstable();
+    any_follow.dedup();
     for t in 0..n {
         // Ignore lexemes are optional, so only non-ignore followers can be blocked in a
         // way that matters; after an ignore lexeme, anything that follows some lexeme
@@ -179,8 +192,14 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
             .collect();
         let mut good = vec![false; states];
         let mut work: Vec<u32> = Vec::new();
+        // The search below depends on `u` only through its first bytes: followers
+        // with the same first bytes (a thousand keywords) are searched once.
+        searched.iter_mut().for_each(|s| *s = false);
         for &u in &next {
             let fu = &firsts[u as usize];
+            if std::mem::replace(&mut searched[first_class[u as usize]], true) {
+                continue;
+            }
             // Good: some way to finish the lexeme lets `u` start. Seeded with the
             // accepting states whose exits allow one of `u`'s first bytes, then spread
             // backwards along the transitions, each state once (a worklist over the

@@ -32,6 +32,7 @@
 //! decides) skip this stage entirely.
 
 use crate::adjacency::{allowed_first, exit_bytes, ignore_exits, ByteSet};
+use crate::budget::{BudgetError, Deadline, Poll, Stage};
 use crate::pipeline::LexedGrammar;
 use stackmask_formats::dfa::ReverseEdges;
 use stackmask_formats::{ByteDfa, Grammar, Nonterminal, Rule, Symbol, Terminal};
@@ -53,6 +54,14 @@ pub struct ProductLimitError {
     pub dead_end: String,
 }
 
+/// Why [`Builder::product_rules`] stopped.
+enum Stop {
+    /// The rule limit.
+    Limit,
+    /// The compile's budget.
+    Budget(BudgetError),
+}
+
 /// The grammar the parser runs on, when it differs from the source grammar.
 #[derive(Debug, Clone)]
 pub struct Product {
@@ -64,11 +73,14 @@ pub struct Product {
 }
 
 /// Builds the product for a grammar with greedy dead ends, or `None` when it has none
-/// (then the grammar is exact as it is). Fails past `max_rules` product rules.
-pub fn product(
+/// (then the grammar is exact as it is). Fails past `max_rules` product rules, or when
+/// the compile's budget runs out (polled per product nonterminal).
+pub fn product<E: From<ProductLimitError> + From<BudgetError>>(
     lexed: &LexedGrammar,
     max_rules: usize,
-) -> Result<Option<Product>, ProductLimitError> {
+    deadline: &Deadline,
+) -> Result<Option<Product>, E> {
+    deadline.check(Stage::AdjacencyProduct)?;
     let dead_end = match crate::adjacency::check_dead_ends(&lexed.grammar, &lexed.dfas) {
         Ok(()) => return Ok(None),
         Err(e) => e.to_string(),
@@ -97,10 +109,17 @@ pub fn product(
             (b.terminals.len() - 1) as u32
         })
         .collect();
-    let start = b.product_rules().map_err(|()| ProductLimitError {
-        limit: max_rules,
-        dead_end,
-    })?;
+    let start = match b.product_rules(&mut deadline.poll(Stage::AdjacencyProduct)) {
+        Ok(start) => start,
+        Err(Stop::Budget(e)) => return Err(e.into()),
+        Err(Stop::Limit) => {
+            return Err(ProductLimitError {
+                limit: max_rules,
+                dead_end,
+            }
+            .into())
+        }
+    };
     let rule_terminals: Vec<u32> = b.split_id.values().copied().collect();
     let ignore_follow = g
         .ignore
@@ -469,8 +488,8 @@ impl Builder<'_> {
     }
 
     /// Generates the product rules reachable from the start; returns the new start.
-    /// `Err` past the rule limit.
-    fn product_rules(&mut self) -> Result<u32, ()> {
+    /// Stops past the rule limit or the budget.
+    fn product_rules(&mut self, poll: &mut Poll<'_>) -> Result<u32, Stop> {
         let out = self.reach();
         let g = self.g;
         let k = self.adj.blocks as u32;
@@ -491,6 +510,7 @@ impl Builder<'_> {
             }
         }
         while let Some((a, p, q)) = work.pop() {
+            poll.tick().map_err(Stop::Budget)?;
             let lhs = self.nt_id[&(a, p, q)];
             for r in g.rules.iter().filter(|r| r.lhs == a) {
                 // fin[i][s]: from block s before rhs[i], the rest can end in q.
@@ -513,7 +533,7 @@ impl Builder<'_> {
                 while let Some((i, s, rhs)) = stack.pop() {
                     if i == n {
                         if self.rules.len() >= self.max_rules {
-                            return Err(());
+                            return Err(Stop::Limit);
                         }
                         self.rules.push(Rule { lhs, rhs });
                         continue;

@@ -8,6 +8,7 @@
 //! single dead state. After that, `next(s, b) != DEAD` is exactly "b extends the
 //! lexeme", which is the test greedy lexing needs.
 
+use crate::budget::{BudgetError, Deadline, Stage};
 use regex_automata::dfa::dense::{BuildError, Config, DFA};
 use regex_automata::dfa::{Automaton, StartKind};
 use regex_automata::nfa::thompson;
@@ -289,11 +290,31 @@ pub fn compile_lexer_with(
     grammar: &Grammar,
     limits: &LexerLimits,
 ) -> Result<Vec<ByteDfa>, LexerError> {
+    compile_lexer_polled(grammar, limits, &mut || Ok(()))
+}
+
+/// [`compile_lexer_with`] under a compile budget, checked before each terminal (one
+/// terminal's determinization is bounded by the size limits).
+pub fn compile_lexer_within<E: From<LexerError> + From<BudgetError>>(
+    grammar: &Grammar,
+    limits: &LexerLimits,
+    deadline: &Deadline,
+) -> Result<Vec<ByteDfa>, E> {
+    compile_lexer_polled(grammar, limits, &mut || Ok(deadline.check(Stage::Lexer)?))
+}
+
+/// The lexer stage, calling `poll` before each terminal.
+fn compile_lexer_polled<E: From<LexerError>>(
+    grammar: &Grammar,
+    limits: &LexerLimits,
+    poll: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<Vec<ByteDfa>, E> {
     // States of the tables built so far, each counting its own dead state (the merged
     // table shares one: a conservative count).
     let mut used = 0usize;
     let mut out = Vec::with_capacity(grammar.terminals.len());
     for t in &grammar.terminals {
+        poll()?;
         let left = limits.total_states.saturating_sub(used);
         let (max_states, named) = if left < limits.terminal_states {
             (left, (BUDGET, limits.total_states))

@@ -15,6 +15,7 @@
 //! dropped; whether a lexeme may *end* before a byte is decided at run time from the
 //! accepting elements of the configuration.
 
+use crate::budget::{BudgetError, Deadline, Stage};
 use stackmask_formats::parser::LexerConfigs;
 use stackmask_formats::ParserTables;
 use std::collections::HashMap;
@@ -51,11 +52,16 @@ impl Interner {
     }
 }
 
-/// Builds the configuration tables for parser tables whose DFA and LR parts are set.
-pub fn build_lexer_configs(
+/// Builds the configuration tables for parser tables whose DFA and LR parts are set;
+/// fails past `limit` configurations, or when the compile's budget runs out (polled
+/// per configuration).
+pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
     t: &ParserTables,
     limit: usize,
-) -> Result<LexerConfigs, ConfigLimitError> {
+    deadline: &Deadline,
+) -> Result<LexerConfigs, E> {
+    deadline.check(Stage::LexerConfigs)?;
+    let mut poll = deadline.poll(Stage::LexerConfigs);
     let view = t.view();
     let terminals = t.dfa_start.len();
     let mut interner = Interner {
@@ -89,6 +95,7 @@ pub fn build_lexer_configs(
     };
     let mut class_start = Vec::with_capacity(class_sets.len() * 256);
     for set in &class_sets {
+        poll.tick()?;
         let members: Vec<u32> = (0..terminals as u32)
             .filter(|&x| set[x as usize / 64] >> (x % 64) & 1 != 0)
             .collect();
@@ -113,6 +120,7 @@ pub fn build_lexer_configs(
     let mut next = Vec::new();
     let mut i = 0;
     while i < interner.sets.len() {
+        poll.tick()?;
         let set = interner.sets[i].clone();
         for b in 0..=255u8 {
             let mut v: Vec<u32> = set

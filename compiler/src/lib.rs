@@ -17,6 +17,7 @@ pub mod adjacency;
 pub mod adjacency_product;
 pub mod analysis;
 pub mod artifact;
+pub mod budget;
 pub mod frontend;
 pub mod lexer;
 pub mod lexer_configs;

@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use stackmask_compiler::budget::{CompileBudget, Deadline};
 use stackmask_compiler::parser_dwa::ParserDwaLimits;
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_compiler::{lr, vocab};
@@ -17,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 mod latency;
 
@@ -43,6 +44,9 @@ enum Command {
         /// Limit on LR(1) states, as for `compile`: past it the grammar is refused.
         #[arg(long, default_value_t = lr::DEFAULT_MAX_STATES)]
         max_lr_states: usize,
+        /// Wall-clock limit in seconds, as for `compile` (default: none).
+        #[arg(long, value_name = "SECS", value_parser = parse_time_limit)]
+        time_limit: Option<Duration>,
     },
     /// Compile a grammar for a tokenizer into an artifact (.smask).
     Compile {
@@ -76,6 +80,10 @@ enum Command {
         /// the run-time token-trie walk (bounds compile time).
         #[arg(long, default_value_t = ParserDwaLimits::default().boundary_steps)]
         boundary_dwa_steps: usize,
+        /// Wall-clock limit of the whole compile in seconds (fractions allowed); past
+        /// it every stage stops and nothing is written (default: none).
+        #[arg(long, value_name = "SECS", value_parser = parse_time_limit)]
+        time_limit: Option<Duration>,
     },
     /// Print what an artifact contains: sizes, states, hashes.
     Inspect {
@@ -159,9 +167,22 @@ struct SourceArgs {
     property_order: String,
 }
 
+/// `--time-limit SECS`: a non-negative number of seconds.
+fn parse_time_limit(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("`{s}`: the time limit must be a finite number of seconds, 0 or more"))
+}
+
 /// Reads and lexes the grammar in either format, printing schema warnings to stderr;
-/// returns it with its source text.
-fn load_source(path: &Path, args: &SourceArgs) -> Result<(LexedGrammar, String), Failure> {
+/// returns it with its source text. Front end and lexer poll `deadline`.
+fn load_source(
+    path: &Path,
+    args: &SourceArgs,
+    deadline: &Deadline,
+) -> Result<(LexedGrammar, String), Failure> {
     use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
     let is_schema = match args.format.as_deref() {
         Some("json-schema") => true,
@@ -174,7 +195,10 @@ fn load_source(path: &Path, args: &SourceArgs) -> Result<(LexedGrammar, String),
     let source = pipeline::read_grammar_file(path)?;
     let name = path.display().to_string();
     if !is_schema {
-        return Ok((pipeline::lex_grammar_source(&source, &name)?, source));
+        return Ok((
+            pipeline::lex_grammar_source_within(&source, &name, deadline)?,
+            source,
+        ));
     }
     let options = SchemaOptions {
         lenient: args.lenient,
@@ -190,7 +214,7 @@ fn load_source(path: &Path, args: &SourceArgs) -> Result<(LexedGrammar, String),
         },
         ..Default::default()
     };
-    let (lexed, warnings) = pipeline::lex_schema_source(&source, &name, &options)?;
+    let (lexed, warnings) = pipeline::lex_schema_source_within(&source, &name, &options, deadline)?;
     for w in &warnings {
         eprintln!("warning: {name}: {w}");
     }
@@ -232,7 +256,8 @@ fn main() -> ExitCode {
             grammar,
             source,
             max_lr_states,
-        } => check(&grammar, &source, max_lr_states),
+            time_limit,
+        } => check(&grammar, &source, max_lr_states, time_limit),
         Command::Compile {
             grammar,
             source,
@@ -244,6 +269,7 @@ fn main() -> ExitCode {
             max_terminal_dwa_states,
             boundary_dwa_states,
             boundary_dwa_steps,
+            time_limit,
         } => compile(
             &grammar,
             &source,
@@ -257,6 +283,10 @@ fn main() -> ExitCode {
                     max_terminal_states: max_terminal_dwa_states,
                     boundary_states: boundary_dwa_states,
                     boundary_steps: boundary_dwa_steps,
+                },
+                budget: CompileBudget {
+                    time_limit,
+                    cancel: None,
                 },
             },
         ),
@@ -320,8 +350,18 @@ fn main() -> ExitCode {
 
 /// Exit 0 when `compile` would get past the grammar (front end, lexer, LR tables and
 /// lexer configurations under the same limits); exit 2, as `compile`, when it would not.
-fn check(path: &Path, args: &SourceArgs, max_lr_states: usize) -> Result<(), Failure> {
-    let (LexedGrammar { grammar, dfas }, _) = load_source(path, args)?;
+fn check(
+    path: &Path,
+    args: &SourceArgs,
+    max_lr_states: usize,
+    time_limit: Option<Duration>,
+) -> Result<(), Failure> {
+    let deadline = CompileBudget {
+        time_limit,
+        cancel: None,
+    }
+    .start();
+    let (LexedGrammar { grammar, dfas }, _) = load_source(path, args, &deadline)?;
     let nullable = grammar.nullable_nonterminals();
     out!("{}: ok", path.display());
     out!(
@@ -353,7 +393,7 @@ fn check(path: &Path, args: &SourceArgs, max_lr_states: usize) -> Result<(), Fai
     }
     let lexed = LexedGrammar { grammar, dfas };
     let started = Instant::now();
-    match pipeline::compile_parser(&lexed, max_lr_states) {
+    match pipeline::compile_parser_within(&lexed, max_lr_states, &deadline) {
         Ok(compiled) => {
             let t = &compiled.tables.lr;
             out!(
@@ -418,7 +458,9 @@ fn compile(
             .flatten()
             .collect::<Vec<_>>(),
     )?;
-    let (lexed, source) = load_source(path, args)?;
+    // The clock starts before the front end, which it bounds too.
+    let deadline = options.budget.start();
+    let (lexed, source) = load_source(path, args, &deadline)?;
     let bar = spinner("reading");
     let built = pipeline::build_artifact_from_lexed(
         lexed,
@@ -426,6 +468,7 @@ fn compile(
         &path.display().to_string(),
         spec,
         options,
+        &deadline,
         |stage| bar.set_message(stage.to_string()),
     );
     bar.finish_and_clear();

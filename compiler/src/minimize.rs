@@ -12,6 +12,7 @@
 //! its results are unchanged, only the table shrinks (and with it the load time and
 //! the cache footprint of the walk).
 
+use crate::budget::{BudgetError, Deadline, Stage};
 use stackmask_formats::ParserDwa;
 use std::collections::HashMap;
 
@@ -128,7 +129,10 @@ fn post_order(d: &ParserDwa) -> Option<Vec<u32>> {
 /// post-order, each state named by its signature over its successors' final names,
 /// gives the minimal automaton. A cycle (a grammar whose stack reads can repeat) falls
 /// back to Moore's rounds of refinement until no block splits.
-pub fn minimize(d: &mut ParserDwa) -> usize {
+/// Polls `deadline` per state signed; stops with its error, `d` unchanged.
+pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetError> {
+    let mut poll = deadline.poll(Stage::Minimize);
+    poll.check()?;
     let n = d.default_target.len();
     let mut sig = Vec::new();
     let mut scratch = Vec::new();
@@ -139,6 +143,7 @@ pub fn minimize(d: &mut ParserDwa) -> usize {
             // The stop state (0, default stop, no weight, no keys) is block 0.
             ids.insert(vec![0, 0].into_boxed_slice(), 0);
             for &s in &order {
+                poll.tick()?;
                 signature(d, &block, s as usize, &mut sig, &mut scratch);
                 block[s as usize] = match ids.get(&sig[..]) {
                     Some(&b) => b,
@@ -159,6 +164,7 @@ pub fn minimize(d: &mut ParserDwa) -> usize {
                 let mut ids: HashMap<Box<[u32]>, u32> = HashMap::with_capacity(blocks * 2);
                 let mut next = Vec::with_capacity(n);
                 for s in 0..n {
+                    poll.tick()?;
                     signature(d, &block, s, &mut sig, &mut scratch);
                     sig.push(block[s]);
                     let fresh = ids.len() as u32;
@@ -181,7 +187,7 @@ pub fn minimize(d: &mut ParserDwa) -> usize {
         }
     };
     if blocks == n {
-        return 0;
+        return Ok(0);
     }
     // Rebuild with one state per block (its first member as representative).
     let mut rep = vec![u32::MAX; blocks];
@@ -243,5 +249,5 @@ pub fn minimize(d: &mut ParserDwa) -> usize {
         })
         .collect();
     *d = out;
-    n - blocks
+    Ok(n - blocks)
 }

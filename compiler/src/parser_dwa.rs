@@ -31,8 +31,11 @@
 //! End of sequence is a class like the others (its word ends the lexeme in progress
 //! and reads end of input), so the runtime needs no reduce chain for it either.
 
+use crate::budget::{BudgetError, Deadline, Stage};
 use crate::template::{self, Effect, ReductionChainError};
-use crate::terminal_dwa::{Boundary, ClassSet, FinalCheck, Lexing, TerminalDwa, NONE};
+use crate::terminal_dwa::{
+    Boundary, ClassSet, FinalCheck, Lexing, TerminalDwa, TerminalDwaError, NONE,
+};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use stackmask_formats::{ParserDwa, TablesRef, TrieRef};
@@ -100,6 +103,9 @@ pub enum ParserDwaError {
     /// A template did not end.
     #[error("{0}")]
     ReductionChain(#[from] ReductionChainError),
+    /// The compile's time limit passed, or it was cancelled.
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
     /// One stack state read needed too many simulation steps.
     #[error("reading one stack state needed more than {limit} simulation steps (the tokens' terminal sequences are too ambiguous); the limit was reached with {boundary}")]
     Simulation {
@@ -220,16 +226,21 @@ impl ChunkStore {
 }
 
 /// Builds the Parser DWA of a grammar for a vocabulary of `vocab_len` ids, telling
-/// `progress(done, total)` each time a lexer boundary is built.
+/// `progress(done, total)` each time a lexer boundary is built. Every worker polls
+/// `deadline` (per trie node walked, automaton state and stack state read), so all of
+/// them stop soon after it runs out.
+#[allow(clippy::too_many_arguments)]
 pub fn build_parser_dwa(
     tables: TablesRef<'_>,
     trie: TrieRef<'_>,
     vocab_len: usize,
     eos: u32,
     limits: ParserDwaLimits,
+    deadline: &Deadline,
     describe: &(dyn Fn(Boundary) -> String + Sync),
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(ParserDwa, ParserDwaStats), ParserDwaError> {
+    deadline.check(Stage::TerminalDwa)?;
     let lexing = Lexing::new(tables);
     let boundaries = lexing.boundaries();
     let lr = tables.lr;
@@ -250,10 +261,19 @@ pub fn build_parser_dwa(
         .map(|&b| {
             let t0 = std::time::Instant::now();
             let tdwa = lexing
-                .build(b, trie, eos, limits.max_terminal_states)
-                .map_err(|source| ParserDwaError::TerminalDwa {
-                    source,
-                    boundary: describe(b),
+                .build(
+                    b,
+                    trie,
+                    eos,
+                    limits.max_terminal_states,
+                    &mut deadline.poll(Stage::TerminalDwa),
+                )
+                .map_err(|e| match e {
+                    TerminalDwaError::Limit(source) => ParserDwaError::TerminalDwa {
+                        source,
+                        boundary: describe(b),
+                    },
+                    TerminalDwaError::Budget(e) => ParserDwaError::Budget(e),
                 })?;
             let t1 = t0.elapsed();
             let builder = Builder {
@@ -269,7 +289,7 @@ pub fn build_parser_dwa(
                 heads: lexing.head_states(b),
                 chunks: &chunk_store,
             };
-            let r = builder.build(vocab_len, &counter, &limits, &|| describe(b));
+            let r = builder.build(vocab_len, &counter, &limits, deadline, &|| describe(b));
             // Per-boundary sizes and times, for finding what makes a grammar expensive.
             if std::env::var_os("STACKMASK_DEBUG_DWA").is_some() {
                 if let Ok(Some(d)) = &r {
@@ -404,7 +424,7 @@ pub fn build_parser_dwa(
     out.start.push(starts[&Boundary::Initial]);
     let t = std::time::Instant::now();
     let before = out.default_target.len();
-    let removed = crate::minimize::minimize(&mut out);
+    let removed = crate::minimize::minimize(&mut out, deadline)?;
     if std::env::var_os("STACKMASK_DEBUG_DWA").is_some() {
         eprintln!(
             "minimize: {before} -> {} states in {:?}",
@@ -468,8 +488,11 @@ impl Builder<'_> {
         vocab_len: usize,
         counter: &AtomicUsize,
         limits: &ParserDwaLimits,
+        deadline: &Deadline,
         describe: &dyn Fn() -> String,
     ) -> Result<Option<BoundaryDwa>, ParserDwaError> {
+        let mut poll = deadline.poll(Stage::ParserDwa);
+        poll.check()?;
         let max_states = limits.max_states;
         let mut steps_left = limits.boundary_steps;
         let k = self.tdwa.num_classes();
@@ -544,6 +567,7 @@ impl Builder<'_> {
         let mut states: Vec<LocalState> = vec![(Vec::new(), 0, 0)];
         let mut d = 1;
         while d < keys.len() {
+            poll.tick()?;
             if keys.len() > limits.boundary_states {
                 return Ok(None);
             }
@@ -574,6 +598,7 @@ impl Builder<'_> {
             let num_candidates = candidates.len();
             let candidate_list = candidates.clone();
             for r in candidates {
+                poll.tick()?;
                 let (mut threads, accepted) = match self.step(&key, r, &mut steps_left) {
                     Ok(x) => x,
                     Err(StepError::BoundaryBudget) => return Ok(None),

@@ -3,6 +3,7 @@
 //! Both the command-line tool and the tests go through these functions, so a grammar
 //! is always normalized, lexed and paired with a vocabulary the same way.
 
+use crate::budget::{BudgetError, CompileBudget, Deadline, Stage};
 use crate::{frontend, lexer, vocab};
 use stackmask_formats::{ByteDfa, Grammar};
 use stackmask_runtime::reference::{ReferenceEngine, ReferenceError};
@@ -34,6 +35,9 @@ pub enum PipelineError {
     /// The JSON Schema front end refused the schema (naming the keyword and pointer).
     #[error("{0}")]
     Schema(#[from] frontend::json_schema::SchemaError),
+    /// The compile's time limit passed, or it was cancelled.
+    #[error("{0}")]
+    Budget(#[from] BudgetError),
 }
 
 /// A grammar after the front end and the lexer stage.
@@ -47,8 +51,29 @@ pub struct LexedGrammar {
 
 /// Parses, normalizes and lexes grammar text.
 pub fn lex_grammar_source(source: &str, source_name: &str) -> Result<LexedGrammar, PipelineError> {
+    lex_grammar_source_within(source, source_name, &Deadline::unlimited())
+}
+
+/// [`lex_grammar_source`] under a compile budget (checked before and after the front
+/// end, and before each terminal's DFA).
+pub fn lex_grammar_source_within(
+    source: &str,
+    source_name: &str,
+    deadline: &Deadline,
+) -> Result<LexedGrammar, PipelineError> {
+    deadline.check(Stage::FrontEnd)?;
     let grammar = frontend::parse_grammar(source, source_name)?;
-    let dfas = lexer::compile_lexer(&grammar)?;
+    lex_within(grammar, deadline)
+}
+
+/// The lexer stage under a budget.
+fn lex_within(
+    grammar: stackmask_formats::Grammar,
+    deadline: &Deadline,
+) -> Result<LexedGrammar, PipelineError> {
+    deadline.check(Stage::FrontEnd)?;
+    let dfas =
+        lexer::compile_lexer_within::<PipelineError>(&grammar, &Default::default(), deadline)?;
     Ok(LexedGrammar { grammar, dfas })
 }
 
@@ -59,15 +84,20 @@ pub fn lex_schema_source(
     source_name: &str,
     options: &frontend::json_schema::SchemaOptions,
 ) -> Result<(LexedGrammar, Vec<frontend::json_schema::SchemaIssue>), PipelineError> {
+    lex_schema_source_within(text, source_name, options, &Deadline::unlimited())
+}
+
+/// [`lex_schema_source`] under a compile budget (checked as in
+/// [`lex_grammar_source_within`]).
+pub fn lex_schema_source_within(
+    text: &str,
+    source_name: &str,
+    options: &frontend::json_schema::SchemaOptions,
+    deadline: &Deadline,
+) -> Result<(LexedGrammar, Vec<frontend::json_schema::SchemaIssue>), PipelineError> {
+    deadline.check(Stage::FrontEnd)?;
     let sg = frontend::json_schema::schema_text_to_grammar(text, source_name, options)?;
-    let dfas = lexer::compile_lexer(&sg.grammar)?;
-    Ok((
-        LexedGrammar {
-            grammar: sg.grammar,
-            dfas,
-        },
-        sg.warnings,
-    ))
+    Ok((lex_within(sg.grammar, deadline)?, sg.warnings))
 }
 
 /// Reads a grammar file as text (invalid UTF-8 is a located grammar error).
@@ -108,22 +138,45 @@ pub enum CompileError {
     Product(#[from] crate::adjacency_product::ProductLimitError),
     /// The LR automaton could not be built.
     #[error("{0}")]
-    Lr(#[from] crate::lr::LrError),
+    Lr(crate::lr::LrError),
     /// Too many lexer configurations.
     #[error("{0}")]
     Configs(#[from] crate::lexer_configs::ConfigLimitError),
     /// The Parser DWA could not be built within its limits.
     #[error("{0}")]
-    ParserDwa(#[from] crate::parser_dwa::ParserDwaError),
+    ParserDwa(crate::parser_dwa::ParserDwaError),
+    /// The compile's time limit passed, or it was cancelled (whichever stage saw it).
+    #[error("{0}")]
+    Budget(#[from] BudgetError),
+}
+
+impl From<crate::lr::LrError> for CompileError {
+    fn from(e: crate::lr::LrError) -> Self {
+        match e {
+            crate::lr::LrError::Budget(b) => CompileError::Budget(b),
+            e => CompileError::Lr(e),
+        }
+    }
+}
+
+impl From<crate::parser_dwa::ParserDwaError> for CompileError {
+    fn from(e: crate::parser_dwa::ParserDwaError) -> Self {
+        match e {
+            crate::parser_dwa::ParserDwaError::Budget(b) => CompileError::Budget(b),
+            e => CompileError::ParserDwa(e),
+        }
+    }
 }
 
 /// Limits of a compile; every one ends in an error that names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CompileOptions {
     /// LR(1) states (`--max-lr-states`).
     pub max_lr_states: usize,
     /// Parser DWA limits (`--max-dwa-states`, `--max-weight-bytes`).
     pub dwa: crate::parser_dwa::ParserDwaLimits,
+    /// Time limit (`--time-limit`) and cancel flag of the whole compile.
+    pub budget: CompileBudget,
 }
 
 impl Default for CompileOptions {
@@ -131,6 +184,7 @@ impl Default for CompileOptions {
         CompileOptions {
             max_lr_states: crate::lr::DEFAULT_MAX_STATES,
             dwa: Default::default(),
+            budget: Default::default(),
         }
     }
 }
@@ -154,15 +208,25 @@ pub fn compile_parser(
     lexed: &LexedGrammar,
     max_lr_states: usize,
 ) -> Result<CompiledParser, CompileError> {
-    let product = crate::adjacency_product::product(
+    compile_parser_within(lexed, max_lr_states, &Deadline::unlimited())
+}
+
+/// [`compile_parser`] under a compile budget (polled by every stage in it).
+pub fn compile_parser_within(
+    lexed: &LexedGrammar,
+    max_lr_states: usize,
+    deadline: &Deadline,
+) -> Result<CompiledParser, CompileError> {
+    let product = crate::adjacency_product::product::<CompileError>(
         lexed,
         crate::adjacency_product::DEFAULT_MAX_PRODUCT_RULES,
+        deadline,
     )?;
     let (lexed, ignore_follow) = match product {
         Some(p) => (p.lexed, p.ignore_follow),
         None => (lexed.clone(), Vec::new()),
     };
-    let automaton = crate::lr::build_lr(&lexed.grammar, max_lr_states)?;
+    let automaton = crate::lr::build_lr_within(&lexed.grammar, max_lr_states, deadline)?;
     let g = &lexed.grammar;
     let lazy: Vec<bool> = g.terminals.iter().map(|t| t.lazy).collect();
     let mut tables = stackmask_formats::ParserTables::new(
@@ -172,9 +236,10 @@ pub fn compile_parser(
         g.allow_initial_skip,
         automaton.tables.clone(),
     );
-    tables.configs = crate::lexer_configs::build_lexer_configs(
+    tables.configs = crate::lexer_configs::build_lexer_configs::<CompileError>(
         &tables,
         crate::lexer_configs::DEFAULT_MAX_CONFIGS,
+        deadline,
     )?;
     set_ignore_follow(&mut tables, &ignore_follow);
     Ok(CompiledParser {
@@ -260,7 +325,7 @@ pub struct Built {
 /// The whole compile: grammar text + tokenizer spec → artifact bytes. `progress` is
 /// told the name of each stage as it starts, and in the Parser DWA stage how many
 /// lexer boundaries are built (from the worker threads, hence `Sync`); the CLI shows
-/// it, others pass `|_| {}`.
+/// it, others pass `|_| {}`. The budget's clock starts here.
 pub fn build_artifact_from_source(
     source: &str,
     grammar_name: &str,
@@ -268,33 +333,46 @@ pub fn build_artifact_from_source(
     options: &CompileOptions,
     progress: impl Fn(&str) + Sync,
 ) -> Result<Built, BuildError> {
+    let deadline = options.budget.start();
     progress("front end and lexer");
-    let lexed = lex_grammar_source(source, grammar_name)?;
-    build_artifact_from_lexed(lexed, source, grammar_name, spec, options, progress)
+    let lexed = lex_grammar_source_within(source, grammar_name, &deadline)?;
+    build_artifact_from_lexed(
+        lexed,
+        source,
+        grammar_name,
+        spec,
+        options,
+        &deadline,
+        progress,
+    )
 }
 
 /// The compile after the front end: a lexed grammar (from any front end) + tokenizer
 /// spec → artifact bytes. `source` is hashed into the artifact as the grammar source.
+/// `deadline` is `options.budget` started by the caller (before its front end, which it
+/// bounds too); every stage polls it, and nothing is returned past it.
 pub fn build_artifact_from_lexed(
     lexed: LexedGrammar,
     source: &str,
     grammar_name: &str,
     spec: &str,
     options: &CompileOptions,
+    deadline: &Deadline,
     progress: impl Fn(&str) + Sync,
 ) -> Result<Built, BuildError> {
     progress("LR(1) automaton and lexer configurations");
-    let compiled = compile_parser(&lexed, options.max_lr_states)?;
+    let compiled = compile_parser_within(&lexed, options.max_lr_states, deadline)?;
     progress("tokenizer");
     let tokenizer = vocab::load_tokenizer(spec).map_err(PipelineError::from)?;
     progress("token trie");
     let trie = vocab::build_trie(&tokenizer.vocab);
     progress("Terminal DWAs, templates and Parser DWA");
-    let (parser_dwa, dwa_stats) = compile_mask_with_progress(
+    let (parser_dwa, dwa_stats) = compile_mask_within(
         &compiled,
         &tokenizer.vocab,
         &trie,
         options,
+        deadline,
         &|done, total| {
             progress(&format!(
                 "Terminal DWAs, templates and Parser DWA: {done}/{total} lexer boundaries"
@@ -324,7 +402,8 @@ pub fn build_artifact_from_lexed(
 }
 
 /// The compiled mask path of a grammar for a vocabulary: Terminal DWAs per lexer
-/// boundary, templates, and their composition into the Parser DWA.
+/// boundary, templates, and their composition into the Parser DWA. The budget's clock
+/// starts here.
 pub fn compile_mask(
     compiled: &CompiledParser,
     vocab: &stackmask_formats::Vocabulary,
@@ -337,16 +416,18 @@ pub fn compile_mask(
     ),
     CompileError,
 > {
-    compile_mask_with_progress(compiled, vocab, trie, options, &|_, _| {})
+    let deadline = options.budget.start();
+    compile_mask_within(compiled, vocab, trie, options, &deadline, &|_, _| {})
 }
 
-/// [`compile_mask`], telling `progress(done, total)` as lexer boundaries are built
-/// (from the worker threads).
-pub fn compile_mask_with_progress(
+/// [`compile_mask`] on a clock already started, telling `progress(done, total)` as
+/// lexer boundaries are built (from the worker threads).
+pub fn compile_mask_within(
     compiled: &CompiledParser,
     vocab: &stackmask_formats::Vocabulary,
     trie: &stackmask_formats::TokenTrie,
     options: &CompileOptions,
+    deadline: &Deadline,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<
     (
@@ -386,6 +467,7 @@ pub fn compile_mask_with_progress(
         vocab.len(),
         vocab.eos,
         options.dwa,
+        deadline,
         &describe,
         progress,
     )?)

@@ -18,6 +18,7 @@
 //! where a lexeme ends and new ones start). End of sequence is one more "token": its
 //! word ends the lexeme in progress and then reads end of input.
 
+use crate::budget::{BudgetError, Poll};
 use stackmask_formats::{TablesRef, TrieRef};
 use std::collections::HashMap;
 
@@ -287,14 +288,17 @@ impl<'a> Lexing<'a> {
     }
 
     /// Builds the Terminal DWA of `boundary` over the token trie; `eos` is the end of
-    /// sequence token. Fails past `max_states` nodes.
+    /// sequence token. Fails past `max_states` nodes, or when `poll` (ticked per trie
+    /// node) finds the compile's budget spent.
     pub fn build(
         &self,
         boundary: Boundary,
         trie: TrieRef<'_>,
         eos: u32,
         max_states: usize,
-    ) -> Result<TerminalDwa, TerminalDwaLimitError> {
+        poll: &mut Poll<'_>,
+    ) -> Result<TerminalDwa, TerminalDwaError> {
+        poll.check()?;
         let t = &self.tables;
         let eof = t.lr.eof();
         let mut words = WordDag::new();
@@ -325,6 +329,7 @@ impl<'a> Lexing<'a> {
         let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
         let mut i = 1;
         while i < trie.nodes.len() {
+            poll.tick()?;
             let node = &trie.nodes[i];
             let d = node.depth as usize;
             if levels.len() <= d {
@@ -342,7 +347,7 @@ impl<'a> Lexing<'a> {
             }
             words.merge(next);
             if words.len() > max_states {
-                return Err(TerminalDwaLimitError { limit: max_states });
+                return Err(TerminalDwaLimitError { limit: max_states }.into());
             }
             let tokens = trie.tokens_at(i);
             if !tokens.is_empty() {
@@ -522,6 +527,17 @@ fn reachable_configs(
 pub struct TerminalDwaLimitError {
     /// The limit.
     pub limit: usize,
+}
+
+/// Why a Terminal DWA could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TerminalDwaError {
+    /// Past its state limit.
+    #[error(transparent)]
+    Limit(#[from] TerminalDwaLimitError),
+    /// The compile's time limit passed, or it was cancelled.
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
 }
 
 /// Words as a DAG with interned nodes (see [`TerminalDwa`]); node 0 is the empty word.

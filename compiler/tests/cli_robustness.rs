@@ -274,3 +274,36 @@ fn validate_names_the_trailing_ignore_rule() {
     assert!(!err.contains("never after the last one"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--time-limit`: a zero limit ends `compile` and `check` with exit 2 and the named
+/// error (limit, value, stage, flag), and `compile` writes nothing; a bad value is a
+/// usage error; a generous one compiles.
+#[test]
+fn time_limit_ends_compile_and_check_with_the_named_error() {
+    let dir = scratch("time-limit");
+    let g = dir.join("g.lark");
+    std::fs::write(&g, "start: \"a\" b\nb: \"b\" \"c\"\n").unwrap();
+    let out = dir.join("g.smask");
+    let compile = ["compile", s(&g), "--tokenizer", "bytes", "-o", s(&out)];
+    let (code, _, err) = run(&[&compile[..], &["--time-limit", "0"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("time limit of 0 s (time_limit) in the front end stage")
+            && err.contains("--time-limit"),
+        "{err}"
+    );
+    assert!(!out.exists() && !dir.join("g.smask.tmp").exists());
+    let (code, _, err) = run(&["check", s(&g), "--time-limit", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("time_limit"), "{err}");
+    for bad in ["-1", "soon", "inf"] {
+        let arg = format!("--time-limit={bad}");
+        let (code, _, err) = run(&[&compile[..], &[arg.as_str()]].concat());
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("--time-limit"), "{bad}: {err}");
+    }
+    let (code, _, err) = run(&[&compile[..], &["--time-limit", "600"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

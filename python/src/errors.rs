@@ -6,6 +6,7 @@
 
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
+use stackmask_compiler::budget::BudgetError;
 use stackmask_compiler::pipeline::{BuildError, CompileError, PipelineError};
 use stackmask_compiler::vocab::VocabError;
 use stackmask_runtime::{EngineError, MatchError};
@@ -29,6 +30,20 @@ pyo3::create_exception!(
     StackmaskError,
     "A compile hit one of its limits (LR states, Parser DWA states, token-set bytes, lexer \
      configurations, ...); the message names the limit."
+);
+pyo3::create_exception!(
+    stackmask,
+    CompileTimeLimit,
+    CompileLimitError,
+    "A compile ran past its `time_limit`; the message names the limit, its value and the \
+     stage that was running. Nothing was built."
+);
+pyo3::create_exception!(
+    stackmask,
+    CompileCancelled,
+    StackmaskError,
+    "A compile was cancelled through its `CancelToken`; the message names the stage that \
+     was running. Nothing was built."
 );
 pyo3::create_exception!(
     stackmask,
@@ -68,6 +83,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("StackmaskError", py.get_type::<StackmaskError>())?;
     m.add("GrammarError", py.get_type::<GrammarError>())?;
     m.add("CompileLimitError", py.get_type::<CompileLimitError>())?;
+    m.add("CompileTimeLimit", py.get_type::<CompileTimeLimit>())?;
+    m.add("CompileCancelled", py.get_type::<CompileCancelled>())?;
     m.add("TokenizerError", py.get_type::<TokenizerError>())?;
     m.add("ArtifactError", py.get_type::<ArtifactError>())?;
     m.add("InvalidTokenError", py.get_type::<InvalidTokenError>())?;
@@ -101,6 +118,7 @@ pub fn pipeline_error(e: PipelineError) -> PyErr {
         PipelineError::Grammar(g) => grammar_error(&g),
         PipelineError::Vocab(v) => vocab_error(v),
         PipelineError::Io { .. } => ArtifactError::new_err(e.to_string()),
+        PipelineError::Budget(b) => budget_error(&b),
         // A schema error names the keyword and its JSON pointer: a grammar error.
         PipelineError::Lexer(_) | PipelineError::Reference(_) | PipelineError::Schema(_) => {
             GrammarError::new_err(e.to_string())
@@ -110,7 +128,18 @@ pub fn pipeline_error(e: PipelineError) -> PyErr {
 
 /// Compiled-path errors: every one is a limit of the compile.
 pub fn compile_error(e: CompileError) -> PyErr {
-    CompileLimitError::new_err(e.to_string())
+    match e {
+        CompileError::Budget(b) => budget_error(&b),
+        e => CompileLimitError::new_err(e.to_string()),
+    }
+}
+
+/// A spent time limit or a cancel.
+fn budget_error(e: &BudgetError) -> PyErr {
+    match e {
+        BudgetError::TimeLimit { .. } => CompileTimeLimit::new_err(e.to_string()),
+        BudgetError::Cancelled { .. } => CompileCancelled::new_err(e.to_string()),
+    }
 }
 
 /// Whole-compile errors.

@@ -11,10 +11,11 @@ use crate::tokenizer::{LoadedVocab, Tokenizer};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stackmask_compiler::artifact::{build_artifact, write_atomically, ArtifactInputs};
+use stackmask_compiler::budget::{CancelFlag, Deadline};
 use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
 use stackmask_compiler::pipeline::{
-    compile_mask, compile_parser, lex_grammar_source, lex_schema_source, BuildError,
-    CompileOptions, LexedGrammar,
+    compile_mask_within, compile_parser_within, lex_grammar_source_within,
+    lex_schema_source_within, BuildError, CompileOptions, LexedGrammar,
 };
 use stackmask_compiler::vocab::build_trie;
 use stackmask_formats::artifact::AlignedBytes;
@@ -64,11 +65,102 @@ fn lark_regex_body(pattern: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// A cancel flag for compiles: pass it as `cancel=` and call `cancel()` from another
+/// thread; the compile stops at its next poll with `CompileCancelled`.
+#[pyclass(module = "stackmask", frozen)]
+pub struct CancelToken {
+    flag: CancelFlag,
+}
+
+#[pymethods]
+impl CancelToken {
+    /// A token not yet cancelled.
+    #[new]
+    fn new() -> Self {
+        CancelToken {
+            flag: CancelFlag::new(),
+        }
+    }
+
+    /// Cancels every compile given this token (running or started later).
+    fn cancel(&self) {
+        self.flag.cancel();
+    }
+
+    /// Whether `cancel()` was called.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.flag.is_cancelled()
+    }
+}
+
+/// How often a waiting compile call takes the GIL to run Python's signal handlers.
+const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Runs `job` (a compile, on a clock started here) on a scoped thread while the calling
+/// thread waits with the GIL released, taking it every [`SIGNAL_POLL`] to run Python's
+/// signal handlers: Ctrl-C (a `KeyboardInterrupt`, or whatever a handler raises) sets
+/// the compile's cancel flag, waits for the worker to stop (it polls the flag), and is
+/// raised. Without this, a long compile could not be interrupted from Python at all.
+fn run_interruptible<T: Send>(
+    py: Python<'_>,
+    options: &mut CompileOptions,
+    job: impl FnOnce(&CompileOptions, &Deadline) -> PyResult<T> + Send,
+) -> PyResult<T> {
+    let cancel = options
+        .budget
+        .cancel
+        .get_or_insert_with(CancelFlag::new)
+        .clone();
+    let deadline = options.budget.start();
+    let options = &*options;
+    std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::channel();
+        let deadline = &deadline;
+        let worker = scope.spawn(move || {
+            // The receiver waits until the result is sent, or has returned an error
+            // after the worker stopped: sending cannot fail while it matters.
+            let _ = done.send(job(options, deadline));
+        });
+        let mut finished = finished;
+        loop {
+            // The receiver moves into the GIL-free closure and back (it is `Send`, a
+            // reference to it is not).
+            let (waited, back) = py.detach(move || (finished.recv_timeout(SIGNAL_POLL), finished));
+            finished = back;
+            match waited {
+                Ok(result) => return result,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    // The worker ended without a result: it panicked; re-raise that.
+                    match worker.join() {
+                        Err(panic) => std::panic::resume_unwind(panic),
+                        Ok(()) => unreachable!("the worker sends its result before it ends"),
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(interrupt) = py.check_signals() {
+                        cancel.cancel();
+                        // The worker stops at its next poll; its result is dropped.
+                        let _ = py.detach(move || finished.recv());
+                        return Err(interrupt);
+                    }
+                }
+            }
+        }
+    })
+}
+
 impl Compiler {
     /// The whole compile, GIL-free: grammar text → validated engine.
-    fn build(&self, source: &str, name: &str, options: &CompileOptions) -> Result<Engine, PyErr> {
-        let lexed = lex_grammar_source(source, name).map_err(pipeline_error)?;
-        self.build_lexed(lexed, source, name, options)
+    fn build(
+        &self,
+        source: &str,
+        name: &str,
+        options: &CompileOptions,
+        deadline: &Deadline,
+    ) -> Result<Engine, PyErr> {
+        let lexed = lex_grammar_source_within(source, name, deadline).map_err(pipeline_error)?;
+        self.build_lexed(lexed, source, name, options, deadline)
     }
 
     /// The compile after the front end (Lark or JSON Schema), GIL-free.
@@ -78,11 +170,14 @@ impl Compiler {
         source: &str,
         name: &str,
         options: &CompileOptions,
+        deadline: &Deadline,
     ) -> Result<Engine, PyErr> {
-        let compiled = compile_parser(&lexed, options.max_lr_states).map_err(compile_error)?;
+        let compiled = compile_parser_within(&lexed, options.max_lr_states, deadline)
+            .map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
         let (parser_dwa, dwa_stats) =
-            compile_mask(&compiled, vocab, &self.trie, options).map_err(compile_error)?;
+            compile_mask_within(&compiled, vocab, &self.trie, options, deadline, &|_, _| {})
+                .map_err(compile_error)?;
         let inputs = ArtifactInputs {
             grammar_source: source,
             grammar_name: name,
@@ -102,10 +197,12 @@ impl Compiler {
         py: Python<'_>,
         source: &str,
         name: &str,
-        options: CompileOptions,
+        mut options: CompileOptions,
     ) -> PyResult<Grammar> {
         let started = Instant::now();
-        let engine = py.detach(|| self.build(source, name, &options))?;
+        let engine = run_interruptible(py, &mut options, |options, deadline| {
+            self.build(source, name, options, deadline)
+        })?;
         Ok(Grammar {
             engine: Arc::new(engine),
             compile_seconds: Some(started.elapsed().as_secs_f64()),
@@ -114,13 +211,24 @@ impl Compiler {
     }
 }
 
-/// Compile limits from keyword arguments (`None` keeps the default).
+/// Compile limits from keyword arguments (`None` keeps the default); `time_limit` in
+/// seconds, `cancel` a [`CancelToken`].
 fn options(
     max_lr_states: Option<usize>,
     max_dwa_states: Option<usize>,
     max_weight_bytes: Option<usize>,
-) -> CompileOptions {
+    time_limit: Option<f64>,
+    cancel: Option<PyRef<'_, CancelToken>>,
+) -> PyResult<CompileOptions> {
     let mut o = CompileOptions::default();
+    if let Some(secs) = time_limit {
+        o.budget.time_limit = Some(std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "time_limit must be a finite number of seconds, 0 or more (got {secs})"
+            ))
+        })?);
+    }
+    o.budget.cancel = cancel.map(|c| c.flag.clone());
     if let Some(v) = max_lr_states {
         o.max_lr_states = v;
     }
@@ -130,7 +238,7 @@ fn options(
     if let Some(v) = max_weight_bytes {
         o.dwa.max_weight_bytes = v;
     }
-    o
+    Ok(o)
 }
 
 #[pymethods]
@@ -147,8 +255,11 @@ impl Compiler {
     }
 
     /// Compiles a Lark grammar (`name` appears in error locations). The GIL is released.
-    /// Limits end in `CompileLimitError` naming the limit.
-    #[pyo3(signature = (source, name = "<grammar>", *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None))]
+    /// Limits end in `CompileLimitError` naming the limit; past `time_limit` seconds,
+    /// `CompileTimeLimit` (a `CompileLimitError`); `cancel.cancel()` from another thread
+    /// and Ctrl-C stop the compile too (`CompileCancelled`, `KeyboardInterrupt`).
+    #[pyo3(signature = (source, name = "<grammar>", *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, time_limit = None, cancel = None))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_lark(
         &self,
         py: Python<'_>,
@@ -157,15 +268,24 @@ impl Compiler {
         max_lr_states: Option<usize>,
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
+        time_limit: Option<f64>,
+        cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
-        let o = options(max_lr_states, max_dwa_states, max_weight_bytes);
+        let o = options(
+            max_lr_states,
+            max_dwa_states,
+            max_weight_bytes,
+            time_limit,
+            cancel,
+        )?;
         self.compile(py, source, name, o)
     }
 
     /// Compiles a regex (Python `re` syntax, as in a Lark regex literal; flags go inline,
     /// e.g. `(?i)`): the sentences are the strings the regex matches in full. It must not
-    /// match the empty string.
-    #[pyo3(signature = (pattern, *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None))]
+    /// match the empty string. `time_limit` and `cancel` as for `compile_lark`.
+    #[pyo3(signature = (pattern, *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, time_limit = None, cancel = None))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_regex(
         &self,
         py: Python<'_>,
@@ -173,11 +293,19 @@ impl Compiler {
         max_lr_states: Option<usize>,
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
+        time_limit: Option<f64>,
+        cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
         let body = lark_regex_body(pattern)
             .map_err(|m| crate::errors::GrammarError::new_err(format!("<regex>: {m}")))?;
         let source = format!("start: /{body}/\n");
-        let o = options(max_lr_states, max_dwa_states, max_weight_bytes);
+        let o = options(
+            max_lr_states,
+            max_dwa_states,
+            max_weight_bytes,
+            time_limit,
+            cancel,
+        )?;
         self.compile(py, &source, "<regex>", o)
     }
 
@@ -186,7 +314,8 @@ impl Compiler {
     /// raises `GrammarError` naming it and its JSON pointer; with `lenient=True` it is
     /// listed in `Grammar.warnings` instead. `whitespace` is `"compact"` (none) or
     /// `"free"`; `property_order` is `"declared"` or `"sorted"`. The GIL is released.
-    #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None))]
+    /// `time_limit` and `cancel` as for `compile_lark`.
+    #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
@@ -198,6 +327,8 @@ impl Compiler {
         max_lr_states: Option<usize>,
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
+        time_limit: Option<f64>,
+        cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
         let text: String = match schema.extract::<String>() {
             Ok(text) => text,
@@ -223,12 +354,19 @@ impl Compiler {
             },
             ..Default::default()
         };
-        let o = options(max_lr_states, max_dwa_states, max_weight_bytes);
+        let mut o = options(
+            max_lr_states,
+            max_dwa_states,
+            max_weight_bytes,
+            time_limit,
+            cancel,
+        )?;
         let started = Instant::now();
-        let (engine, warnings) = py.detach(|| {
+        let (engine, warnings) = run_interruptible(py, &mut o, |o, deadline| {
             let (lexed, issues) =
-                lex_schema_source(&text, "<schema>", &schema_options).map_err(pipeline_error)?;
-            let engine = self.build_lexed(lexed, &text, "<schema>", &o)?;
+                lex_schema_source_within(&text, "<schema>", &schema_options, deadline)
+                    .map_err(pipeline_error)?;
+            let engine = self.build_lexed(lexed, &text, "<schema>", o, deadline)?;
             Ok::<_, PyErr>((engine, issues.iter().map(|i| i.to_string()).collect()))
         })?;
         Ok(Grammar {

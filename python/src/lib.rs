@@ -32,6 +32,7 @@ fn _stackmask(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<tokenizer::Tokenizer>()?;
     m.add_class::<grammar::Compiler>()?;
+    m.add_class::<grammar::CancelToken>()?;
     m.add_class::<grammar::Grammar>()?;
     m.add_class::<matcher::Matcher>()?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;

@@ -16,6 +16,8 @@ A mask is exact (DESIGN.md section 1): token ``i`` is allowed iff bit ``i % 32``
 release the GIL.
 
 JSON Schemas compile with ``Compiler.compile_json_schema(schema)`` (a dict or JSON text).
+Every compile takes ``time_limit=`` seconds (:class:`CompileTimeLimit` past it) and
+``cancel=`` a :class:`CancelToken`; Ctrl-C interrupts it.
 """
 
 from typing import Any, List, Optional, Sequence
@@ -24,7 +26,10 @@ import numpy as np
 
 from ._stackmask import (
     ArtifactError,
+    CancelToken,
+    CompileCancelled,
     CompileLimitError,
+    CompileTimeLimit,
     Compiler,
     Grammar,
     GrammarError,
@@ -41,7 +46,10 @@ from ._stackmask import (
 
 __all__ = [
     "ArtifactError",
+    "CancelToken",
+    "CompileCancelled",
     "CompileLimitError",
+    "CompileTimeLimit",
     "Compiler",
     "Grammar",
     "GrammarError",

@@ -6,7 +6,10 @@ import numpy as np
 
 from ._stackmask import (
     ArtifactError as ArtifactError,
+    CancelToken as CancelToken,
+    CompileCancelled as CompileCancelled,
     CompileLimitError as CompileLimitError,
+    CompileTimeLimit as CompileTimeLimit,
     Compiler as Compiler,
     Grammar as Grammar,
     GrammarError as GrammarError,

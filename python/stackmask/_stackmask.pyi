@@ -18,6 +18,14 @@ class GrammarError(StackmaskError):
 class CompileLimitError(StackmaskError):
     """A compile hit a limit; the message names it (e.g. ``max_lr_states``)."""
 
+class CompileTimeLimit(CompileLimitError):
+    """A compile ran past its ``time_limit``; the message names the limit, its value and
+    the stage that was running. Nothing was built."""
+
+class CompileCancelled(StackmaskError):
+    """A compile was cancelled through its :class:`CancelToken`; the message names the
+    stage that was running. Nothing was built."""
+
 class TokenizerError(StackmaskError):
     """A tokenizer could not be loaded, or a text could not be encoded."""
 
@@ -75,8 +83,25 @@ class Tokenizer:
     def decode(self, ids: Sequence[int]) -> bytes:
         """Concatenated bytes of ``ids``."""
 
+class CancelToken:
+    """Cancels compiles from another thread: pass it as ``cancel=`` and call
+    :meth:`cancel`; the compile stops at its next poll (milliseconds) with
+    :class:`CompileCancelled`. A cancelled token stays cancelled."""
+
+    def __init__(self) -> None: ...
+    def cancel(self) -> None:
+        """Cancels every compile given this token, running or started later."""
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+
 class Compiler:
-    """Compiles grammars for one tokenizer (its token trie is built once)."""
+    """Compiles grammars for one tokenizer (its token trie is built once).
+
+    Every compile method takes ``time_limit`` (seconds, default none: the whole compile,
+    front end included, ends in :class:`CompileTimeLimit` past it) and ``cancel`` (a
+    :class:`CancelToken`). Compiles run with the GIL released and can be interrupted
+    with Ctrl-C (``KeyboardInterrupt``): the worker is cancelled before it is raised."""
 
     def __init__(self, tokenizer: Tokenizer) -> None: ...
     def compile_lark(
@@ -87,8 +112,12 @@ class Compiler:
         max_lr_states: Optional[int] = None,
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
+        time_limit: Optional[float] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
-        """Compiles a Lark grammar (GIL released)."""
+        """Compiles a Lark grammar (GIL released). Limits raise
+        :class:`CompileLimitError` naming the limit, ``time_limit``
+        :class:`CompileTimeLimit`, ``cancel`` :class:`CompileCancelled`."""
     def compile_regex(
         self,
         pattern: str,
@@ -96,6 +125,8 @@ class Compiler:
         max_lr_states: Optional[int] = None,
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
+        time_limit: Optional[float] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
         """Compiles a regex that the whole output must match (GIL released)."""
     def compile_json_schema(
@@ -108,6 +139,8 @@ class Compiler:
         max_lr_states: Optional[int] = None,
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
+        time_limit: Optional[float] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
         """Compiles a JSON Schema (JSON text or dict); unsupported keywords raise
         GrammarError naming keyword and JSON pointer, or with ``lenient`` are listed in

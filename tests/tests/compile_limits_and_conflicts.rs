@@ -4,11 +4,13 @@
 mod common;
 
 use common::workspace;
-use stackmask_compiler::lexer_configs::build_lexer_configs;
+use stackmask_compiler::budget::{BudgetError, CancelFlag, CompileBudget, Deadline, Stage};
+use stackmask_compiler::lexer_configs::{build_lexer_configs, ConfigLimitError};
 use stackmask_compiler::lr::{self, build_lr, LrError};
-use stackmask_compiler::pipeline::{self, CompileError};
+use stackmask_compiler::pipeline::{self, CompileError, LexedGrammar};
 use stackmask_formats::Action;
 use stackmask_runtime::{Engine, Matcher};
+use std::time::Duration;
 
 fn lexed(name: &str) -> pipeline::LexedGrammar {
     pipeline::lex_grammar_file(&workspace().join("grammars").join(name)).unwrap()
@@ -91,10 +93,14 @@ fn lr_state_limits_beyond_the_action_encoding_are_refused() {
 #[test]
 fn lexer_configuration_limit_is_a_named_error() {
     let sql = pipeline::compile_parser(&lexed("sql.lark"), 100_000).unwrap();
-    let err = build_lexer_configs(&sql.tables, 10).unwrap_err();
-    assert_eq!(err.limit, 10);
+    let unlimited = Deadline::unlimited();
+    let err = build_lexer_configs::<CompileError>(&sql.tables, 10, &unlimited).unwrap_err();
+    assert!(
+        matches!(err, CompileError::Configs(ConfigLimitError { limit: 10 })),
+        "{err}"
+    );
     assert!(err.to_string().contains("max_lexer_configs"), "{err}");
-    assert!(build_lexer_configs(&sql.tables, 1 << 20).is_ok());
+    assert!(build_lexer_configs::<CompileError>(&sql.tables, 1 << 20, &unlimited).is_ok());
 }
 
 #[test]
@@ -201,4 +207,184 @@ fn engine_is_shareable_and_matchers_are_sendable() {
     fn send<T: Send>() {}
     send_sync::<Engine>();
     send::<Matcher>();
+}
+
+/// `start: (ID | "kw0" | … | "kw{n-1}")+` with an identifier regex and `%ignore " "`:
+/// SQL-like keyword lists (issue 11 item 4).
+fn keywords(n: usize) -> LexedGrammar {
+    let alts: Vec<String> = (0..n).map(|i| format!("\"kw{i}\"")).collect();
+    let src = format!(
+        "start: (ID | {})+\nID: /[a-z_][a-z0-9_]*/\n%ignore \" \"\n",
+        alts.join(" | ")
+    );
+    pipeline::lex_grammar_source(&src, "keywords.lark").unwrap()
+}
+
+/// The LR(1) construction's work (closure propagations and items built, counted by
+/// the automaton) grows about linearly with the number of keywords: it grew with
+/// their cube (every predicted item re-propagated its lookaheads to every rule of
+/// `start` each time one of them grew), 63 s for 1,000 keywords.
+#[test]
+fn lr_construction_work_grows_linearly_with_keywords() {
+    let steps = |n| {
+        build_lr(&keywords(n).grammar, 100_000)
+            .unwrap()
+            .construction_steps
+    };
+    let (small, large) = (steps(50), steps(200));
+    // 4× the keywords: linear work is 4×; allow 6× (quadratic would be 16×).
+    assert!(
+        large <= small * 6,
+        "LR(1) construction steps: {small} for 50 keywords, {large} for 200"
+    );
+}
+
+/// A compile with a zero time limit stops at the first check of its first stage with
+/// the named error; `stage` says where. Bounded by checks, not by timing.
+#[test]
+fn a_zero_time_limit_ends_in_the_named_error_at_the_first_check() {
+    let zero = CompileBudget {
+        time_limit: Some(Duration::ZERO),
+        cancel: None,
+    };
+    let options = pipeline::CompileOptions {
+        budget: zero.clone(),
+        ..Default::default()
+    };
+    let src = std::fs::read_to_string(workspace().join("grammars/json.lark")).unwrap();
+    let err = pipeline::build_artifact_from_source(&src, "json.lark", "bytes", &options, |_| {})
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(
+            err,
+            pipeline::BuildError::Pipeline(pipeline::PipelineError::Budget(
+                BudgetError::TimeLimit {
+                    limit: Duration::ZERO,
+                    stage: Stage::FrontEnd
+                }
+            ))
+        ),
+        "{message}"
+    );
+    assert!(message.contains("--time-limit"), "{message}");
+    // Each later stage, entered with the spent budget, names itself.
+    let json = lexed("json.lark");
+    let spent = zero.start();
+    assert!(matches!(
+        pipeline::compile_parser_within(&json, 100_000, &spent),
+        Err(CompileError::Budget(BudgetError::TimeLimit {
+            stage: Stage::AdjacencyProduct,
+            ..
+        }))
+    ));
+    assert!(matches!(
+        lr::build_lr_within(&json.grammar, 100_000, &spent),
+        Err(LrError::Budget(BudgetError::TimeLimit {
+            stage: Stage::Lr,
+            ..
+        }))
+    ));
+    let compiled = pipeline::compile_parser(&json, 100_000).unwrap();
+    let tok = stackmask_compiler::vocab::load_tokenizer("bytes").unwrap();
+    let trie = stackmask_compiler::vocab::build_trie(&tok.vocab);
+    let mask =
+        pipeline::compile_mask_within(&compiled, &tok.vocab, &trie, &options, &spent, &|_, _| {});
+    assert!(matches!(
+        mask,
+        Err(CompileError::Budget(BudgetError::TimeLimit {
+            stage: Stage::TerminalDwa,
+            ..
+        }))
+    ));
+    // The same compile with a generous budget and a cancel flag nobody sets succeeds.
+    let generous = pipeline::CompileOptions {
+        budget: CompileBudget {
+            time_limit: Some(Duration::from_secs(3600)),
+            cancel: Some(CancelFlag::new()),
+        },
+        ..Default::default()
+    };
+    assert!(
+        pipeline::build_artifact_from_source(&src, "json.lark", "bytes", &generous, |_| {}).is_ok()
+    );
+}
+
+/// A cancel flag set before the compile starts cancels it at the first check.
+#[test]
+fn a_cancel_flag_set_before_the_start_cancels() {
+    let flag = CancelFlag::new();
+    flag.cancel();
+    let options = pipeline::CompileOptions {
+        budget: CompileBudget {
+            time_limit: None,
+            cancel: Some(flag),
+        },
+        ..Default::default()
+    };
+    let err = pipeline::build_artifact_from_lexed(
+        lexed("json.lark"),
+        "",
+        "json.lark",
+        "bytes",
+        &options,
+        &options.budget.start(),
+        |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            pipeline::BuildError::Compile(CompileError::Budget(BudgetError::Cancelled {
+                stage: Stage::AdjacencyProduct
+            }))
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("cancelled"), "{err}");
+}
+
+/// Cancelling mid-compile stops the Parser DWA's parallel workers: a flag set from
+/// the progress callback once the first lexer boundary is built ends the compile with
+/// `Cancelled` in a mask-path stage, not in the minimization after it (which is where
+/// it would end if the workers went on building every boundary).
+#[test]
+fn a_cancel_during_the_parser_dwa_stops_its_workers() {
+    let flag = CancelFlag::new();
+    let options = pipeline::CompileOptions {
+        budget: CompileBudget {
+            time_limit: None,
+            cancel: Some(flag.clone()),
+        },
+        ..Default::default()
+    };
+    let json = lexed("json.lark");
+    let compiled = pipeline::compile_parser(&json, 100_000).unwrap();
+    let tok = stackmask_compiler::vocab::load_tokenizer("tiktoken:cl100k_base").unwrap();
+    let trie = stackmask_compiler::vocab::build_trie(&tok.vocab);
+    let total = std::sync::atomic::AtomicUsize::new(0);
+    let deadline = options.budget.start();
+    let result = pipeline::compile_mask_within(
+        &compiled,
+        &tok.vocab,
+        &trie,
+        &options,
+        &deadline,
+        &|done, all| {
+            total.store(all, std::sync::atomic::Ordering::Relaxed);
+            if done >= 1 {
+                flag.cancel();
+            }
+        },
+    );
+    match result {
+        Err(CompileError::Budget(BudgetError::Cancelled { stage })) => {
+            assert!(
+                matches!(stage, Stage::TerminalDwa | Stage::ParserDwa),
+                "{stage}"
+            );
+        }
+        other => panic!("expected a cancel, got {:?}", other.map(|_| ())),
+    }
+    assert!(total.into_inner() > 4, "JSON has more than 4 boundaries");
 }

@@ -11,6 +11,7 @@
 //!   results.
 
 use serde_json::Value;
+use stackmask_compiler::budget::Deadline;
 use stackmask_compiler::frontend::json_schema::{self, Draft, SchemaError, SchemaOptions};
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_runtime::reference::ReferenceEngine;
@@ -409,6 +410,7 @@ fn compiled_path_on_suite_groups() {
                 file,
                 "bytes",
                 &pipeline::CompileOptions::default(),
+                &Deadline::unlimited(),
                 |_| {},
             )
             .unwrap_or_else(|e| panic!("{file}: {}: {e}", g["description"]));

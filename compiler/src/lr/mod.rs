@@ -10,8 +10,11 @@
 //! Conflicts (shift/reduce, reduce/reduce) are not resolved: each is a GLR fork, and
 //! [`Conflict`] records them so `stackmask check` can show grammar authors where.
 
-use crate::analysis::{union_into, FirstSets};
+use crate::analysis::{members, union_into, FirstSets};
+use crate::budget::{BudgetError, Deadline, Poll, Stage};
+use rustc_hash::FxHashMap;
 use stackmask_formats::{Action, Grammar, LrTables, Symbol};
+#[cfg(test)]
 use std::collections::HashMap;
 
 /// Default limit on the number of LR(1) states.
@@ -39,6 +42,9 @@ pub enum LrError {
         /// The largest value the encoding allows.
         limit: u64,
     },
+    /// The compile's time limit passed, or it was cancelled.
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
 }
 
 /// The largest `max_states` [`build_lr`] accepts: shift actions store the target state
@@ -77,6 +83,9 @@ pub struct LrAutomaton {
     pub tables: LrTables,
     /// Every conflicting cell.
     pub conflicts: Vec<Conflict>,
+    /// Work of the item-set construction: lookahead propagations in closures plus
+    /// items built. Counted, not timed, so resource tests can check its growth.
+    pub construction_steps: u64,
 }
 
 type Bits = Vec<u64>;
@@ -88,6 +97,10 @@ struct Augmented<'g> {
     by_lhs: Vec<Vec<u32>>,
     /// FIRST and nullability of every rule suffix `rhs[dot..]`.
     suffix_first: Vec<Vec<(Bits, bool)>>,
+    /// Per nonterminal `B`: for each `C` that starts one of `B`'s rules, the union of
+    /// FIRST(γ) over its rules `B → C γ`, and whether some such γ is nullable (then
+    /// `B`'s lookaheads flow on to `C`). The closure's edges.
+    predicts: Vec<Vec<(u32, Bits, bool)>>,
     words: usize,
     eof: u32,
 }
@@ -125,12 +138,32 @@ impl<'g> Augmented<'g> {
                 }
                 out
             })
-            .collect();
+            .collect::<Vec<Vec<(Bits, bool)>>>();
+        let mut predicts: Vec<Vec<(u32, Bits, bool)>> = vec![Vec::new(); nt + 1];
+        let mut edge_at: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+        for (i, (lhs, rhs)) in rules.iter().enumerate() {
+            let Some(&Symbol::Nonterminal(c)) = rhs.first() else {
+                continue;
+            };
+            let (first, nullable) = &suffix_first[i][1];
+            let edges = &mut predicts[*lhs as usize];
+            match edge_at.get(&(*lhs, c)) {
+                Some(&e) => {
+                    union_into(&mut edges[e].1, first);
+                    edges[e].2 |= nullable;
+                }
+                None => {
+                    edge_at.insert((*lhs, c), edges.len());
+                    edges.push((c, first.clone(), *nullable));
+                }
+            }
+        }
         Augmented {
             g,
             rules,
             by_lhs,
             suffix_first,
+            predicts,
             words: sets.words,
             eof,
         }
@@ -164,6 +197,17 @@ type ItemSet = Vec<(u32, u32, Bits)>;
 /// fit the table encoding ([`LrError::EncodingLimit`]): refused up front rather than
 /// written as action codes or indices that lose their top bits.
 pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> {
+    build_lr_within(g, max_states, &Deadline::unlimited())
+}
+
+/// [`build_lr`] under a compile budget: polled once per state built and per table
+/// row ([`LrError::Budget`] when it runs out).
+pub fn build_lr_within(
+    g: &Grammar,
+    max_states: usize,
+    deadline: &Deadline,
+) -> Result<LrAutomaton, LrError> {
+    deadline.check(Stage::Lr)?;
     within("max_lr_states", max_states, MAX_ENCODABLE_STATES)?;
     // Reduce actions name rules (the augmented rule included) in 30 bits too.
     within(
@@ -176,10 +220,129 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
     let num_nonterminals = g.nonterminals.len() + 1;
     let start_rule = (aug.rules.len() - 1) as u32;
 
+    let mut poll = deadline.poll(Stage::Lr);
+    let mut steps = 0u64;
+    let ItemSets {
+        kernels,
+        transitions,
+        closed,
+    } = item_sets(&aug, max_states, &mut poll, &mut steps)?;
+
+    // Tables. The runtime indexes cells as `state * columns + column` in u32.
+    let n = kernels.len();
+    let u32_cells = u32::MAX as usize;
+    within(
+        "the action table's cell count",
+        n * num_terminals,
+        u32_cells,
+    )?;
+    within(
+        "the goto table's cell count",
+        n * num_nonterminals,
+        u32_cells,
+    )?;
+    // One row at a time: the actions of a state as (terminal, action) pairs sorted by
+    // terminal (shift first, then reductions in item order), so no cell is allocated.
+    let mut goto = vec![LrTables::NO_GOTO; n * num_nonterminals];
+    let mut conflicts = Vec::new();
+    let mut action_index = Vec::with_capacity(n * num_terminals + 1);
+    let mut actions = Vec::new();
+    action_index.push(0u32);
+    let mut row: Vec<(u32, Action)> = Vec::new();
+    for st in 0..n {
+        poll.tick()?;
+        row.clear();
+        for &(x, target) in &transitions[st] {
+            match x {
+                Symbol::Terminal(t) => row.push((t, Action::Shift(target))),
+                Symbol::Nonterminal(a) => goto[st * num_nonterminals + a as usize] = target,
+            }
+        }
+        for (r, d, la) in &closed[st] {
+            if aug.next(*r, *d).is_some() {
+                continue;
+            }
+            let action = if *r == start_rule {
+                Action::Accept
+            } else {
+                Action::Reduce(*r)
+            };
+            row.extend(members(la).map(|t| (t, action)));
+        }
+        row.sort_by_key(|&(t, _)| t);
+        // An item set holds one item per core, so no cell gets an action twice.
+        debug_assert!(row.windows(2).all(|w| w[0] != w[1]));
+        let mut next = 0;
+        for t in 0..num_terminals as u32 {
+            let from = next;
+            while next < row.len() && row[next].0 == t {
+                actions.push(row[next].1.encode());
+                next += 1;
+            }
+            action_index.push(actions.len().min(u32_cells) as u32);
+            if next - from > 1 {
+                let cell: Vec<Action> = row[from..next].iter().map(|&(_, a)| a).collect();
+                let items = closed[st]
+                    .iter()
+                    .filter(|(r, d, la)| match aug.next(*r, *d) {
+                        Some(Symbol::Terminal(x)) => x == t,
+                        None => la[t as usize / 64] >> (t % 64) & 1 != 0,
+                        _ => false,
+                    })
+                    .map(|(r, d, _)| aug.render_item(*r, *d))
+                    .collect();
+                conflicts.push(Conflict {
+                    state: st as u32,
+                    terminal: t,
+                    actions: cell,
+                    items,
+                });
+            }
+        }
+        // Checked per row, before an index could lose its top bits.
+        within("the number of LR actions", actions.len(), u32_cells)?;
+    }
+    let tables = LrTables {
+        num_states: n as u32,
+        num_terminals: num_terminals as u32,
+        num_nonterminals: num_nonterminals as u32,
+        start_state: 0,
+        action_index,
+        actions,
+        goto,
+        rule_lhs: aug.rules.iter().map(|r| r.0).collect(),
+        rule_len: aug.rules.iter().map(|r| r.1.len() as u32).collect(),
+    };
+    debug_assert!(tables.validate().is_ok());
+    Ok(LrAutomaton {
+        tables,
+        conflicts,
+        construction_steps: steps,
+    })
+}
+
+/// The canonical LR(1) collection: kernels, their transitions and closed item sets,
+/// numbered in the order they are found.
+struct ItemSets {
+    kernels: Vec<ItemSet>,
+    /// Per state: (symbol, target) transitions.
+    transitions: Vec<Vec<(Symbol, u32)>>,
+    /// Per state: the closed item set.
+    closed: Vec<ItemSet>,
+}
+
+/// Builds the [`ItemSets`] of the augmented grammar, counting its work in `steps`.
+fn item_sets(
+    aug: &Augmented,
+    max_states: usize,
+    poll: &mut Poll<'_>,
+    steps: &mut u64,
+) -> Result<ItemSets, LrError> {
+    let start_rule = (aug.rules.len() - 1) as u32;
     let mut eof_set = vec![0u64; aug.words];
     eof_set[aug.eof as usize / 64] |= 1 << (aug.eof % 64);
     let mut kernels: Vec<ItemSet> = vec![vec![(start_rule, 0, eof_set)]];
-    let mut index: HashMap<ItemSet, u32> = HashMap::new();
+    let mut index: FxHashMap<ItemSet, u32> = FxHashMap::default();
     index.insert(kernels[0].clone(), 0);
     // Per state: (symbol, target) transitions and the closed item set.
     let mut transitions: Vec<Vec<(Symbol, u32)>> = Vec::new();
@@ -187,14 +350,19 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
 
     let mut s = 0;
     while s < kernels.len() {
-        let items = closure(&aug, &kernels[s]);
+        poll.tick()?;
+        let items = closure(aug, &kernels[s], steps);
+        *steps += items.len() as u64;
+        // Goto kernels by symbol, in order of the symbol's first item.
         let mut by_symbol: Vec<(Symbol, ItemSet)> = Vec::new();
+        let mut symbol_at: FxHashMap<Symbol, usize> = FxHashMap::default();
         for (r, d, la) in &items {
             if let Some(x) = aug.next(*r, *d) {
-                match by_symbol.iter_mut().find(|(y, _)| *y == x) {
-                    Some((_, k)) => k.push((*r, d + 1, la.clone())),
-                    None => by_symbol.push((x, vec![(*r, d + 1, la.clone())])),
-                }
+                let i = *symbol_at.entry(x).or_insert_with(|| {
+                    by_symbol.push((x, Vec::new()));
+                    by_symbol.len() - 1
+                });
+                by_symbol[i].1.push((*r, d + 1, la.clone()));
             }
         }
         let mut out = Vec::with_capacity(by_symbol.len());
@@ -219,94 +387,88 @@ pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> 
         s += 1;
     }
 
-    // Tables. The runtime indexes cells as `state * columns + column` in u32.
-    let n = kernels.len();
-    let u32_cells = u32::MAX as usize;
-    within(
-        "the action table's cell count",
-        n * num_terminals,
-        u32_cells,
-    )?;
-    within(
-        "the goto table's cell count",
-        n * num_nonterminals,
-        u32_cells,
-    )?;
-    let mut cells: Vec<Vec<Action>> = vec![Vec::new(); n * num_terminals];
-    let mut goto = vec![LrTables::NO_GOTO; n * num_nonterminals];
-    for st in 0..n {
-        for &(x, target) in &transitions[st] {
-            match x {
-                Symbol::Terminal(t) => {
-                    cells[st * num_terminals + t as usize].push(Action::Shift(target))
-                }
-                Symbol::Nonterminal(a) => goto[st * num_nonterminals + a as usize] = target,
-            }
-        }
-        for (r, d, la) in &closed[st] {
-            if aug.next(*r, *d).is_some() {
-                continue;
-            }
-            for t in 0..num_terminals {
-                if la[t / 64] >> (t % 64) & 1 != 0 {
-                    let action = if *r == start_rule {
-                        Action::Accept
-                    } else {
-                        Action::Reduce(*r)
-                    };
-                    let cell = &mut cells[st * num_terminals + t];
-                    if !cell.contains(&action) {
-                        cell.push(action);
-                    }
-                }
-            }
-        }
-    }
-    let mut conflicts = Vec::new();
-    let mut action_index = Vec::with_capacity(cells.len() + 1);
-    let mut actions = Vec::new();
-    action_index.push(0u32);
-    for (cell_no, cell) in cells.iter().enumerate() {
-        actions.extend(cell.iter().map(|a| a.encode()));
-        action_index.push(actions.len() as u32);
-        if cell.len() > 1 {
-            let (st, t) = (cell_no / num_terminals, (cell_no % num_terminals) as u32);
-            let items = closed[st]
-                .iter()
-                .filter(|(r, d, la)| match aug.next(*r, *d) {
-                    Some(Symbol::Terminal(x)) => x == t,
-                    None => la[t as usize / 64] >> (t % 64) & 1 != 0,
-                    _ => false,
-                })
-                .map(|(r, d, _)| aug.render_item(*r, *d))
-                .collect();
-            conflicts.push(Conflict {
-                state: st as u32,
-                terminal: t,
-                actions: cell.clone(),
-                items,
-            });
-        }
-    }
-    within("the number of LR actions", actions.len(), u32_cells)?;
-    let tables = LrTables {
-        num_states: n as u32,
-        num_terminals: num_terminals as u32,
-        num_nonterminals: num_nonterminals as u32,
-        start_state: 0,
-        action_index,
-        actions,
-        goto,
-        rule_lhs: aug.rules.iter().map(|r| r.0).collect(),
-        rule_len: aug.rules.iter().map(|r| r.1.len() as u32).collect(),
-    };
-    debug_assert!(tables.validate().is_ok());
-    Ok(LrAutomaton { tables, conflicts })
+    Ok(ItemSets {
+        kernels,
+        transitions,
+        closed,
+    })
 }
 
 /// LR(1) closure of a kernel: predicted items get FIRST(β) plus, when β is nullable,
 /// the lookaheads of the item that predicted them.
-fn closure(aug: &Augmented, kernel: &ItemSet) -> ItemSet {
+///
+/// Every predicted item `B → • γ` of one closure has the same lookaheads, those of
+/// `B`, so the fixpoint runs over predicted nonterminals along the [`Augmented::predicts`]
+/// edges (each edge once per change of its source's set) and the items are written out
+/// once at the end. Propagating per item instead re-sent a set to every rule of `B`
+/// each time it grew: with `n` keywords in `start: (ID | "kw0" | …)+`, `n` items each
+/// re-propagated `n` times to `2n` rules, cubic work.
+fn closure(aug: &Augmented, kernel: &ItemSet, steps: &mut u64) -> ItemSet {
+    // Predicted nonterminals in order of discovery, with their lookaheads.
+    let mut predicted: Vec<(u32, Bits)> = Vec::new();
+    let mut at: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut queued: Vec<bool> = Vec::new();
+    let mut work: Vec<usize> = Vec::new();
+    let mut add = |b: u32,
+                   look: &Bits,
+                   predicted: &mut Vec<(u32, Bits)>,
+                   queued: &mut Vec<bool>,
+                   work: &mut Vec<usize>| {
+        *steps += 1;
+        match at.get(&b) {
+            Some(&j) => {
+                if union_into(&mut predicted[j].1, look) && !queued[j] {
+                    queued[j] = true;
+                    work.push(j);
+                }
+            }
+            None => {
+                at.insert(b, predicted.len());
+                predicted.push((b, look.clone()));
+                queued.push(true);
+                work.push(predicted.len() - 1);
+            }
+        }
+    };
+    let mut look = vec![0u64; aug.words];
+    for (r, d, la) in kernel {
+        let Some(Symbol::Nonterminal(b)) = aug.next(*r, *d) else {
+            continue;
+        };
+        let (first, nullable) = &aug.suffix_first[*r as usize][*d as usize + 1];
+        look.copy_from_slice(first);
+        if *nullable {
+            union_into(&mut look, la);
+        }
+        add(b, &look, &mut predicted, &mut queued, &mut work);
+    }
+    while let Some(i) = work.pop() {
+        queued[i] = false;
+        let b = predicted[i].0;
+        for (c, first, nullable) in &aug.predicts[b as usize] {
+            look.copy_from_slice(first);
+            if *nullable {
+                union_into(&mut look, &predicted[i].1);
+            }
+            add(*c, &look, &mut predicted, &mut queued, &mut work);
+        }
+    }
+    let mut items: ItemSet = kernel.clone();
+    for (b, la) in &predicted {
+        for &rb in &aug.by_lhs[*b as usize] {
+            // Only the augmented start rule is a kernel item at dot 0, and nothing
+            // predicts it: the union below never meets a kernel item.
+            debug_assert!(kernel.iter().all(|k| (k.0, k.1) != (rb, 0)));
+            items.push((rb, 0, la.clone()));
+        }
+    }
+    items
+}
+
+/// The closure as it was first written (per item, see [`closure`]), kept to check
+/// the nonterminal fixpoint against on every shipped grammar.
+#[cfg(test)]
+fn closure_per_item(aug: &Augmented, kernel: &ItemSet) -> ItemSet {
     let mut items: ItemSet = kernel.clone();
     let mut at: HashMap<(u32, u32), usize> = items
         .iter()
@@ -374,5 +536,58 @@ impl LrAutomaton {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sorted(mut items: ItemSet) -> ItemSet {
+        items.sort();
+        items
+    }
+
+    /// The nonterminal fixpoint closes every kernel of every shipped grammar (and of
+    /// keyword, nullable and left-recursive ones) to the same item set as the
+    /// per-item closure; the goto kernels are built from the closures, so the two
+    /// automata are the same up to state numbering.
+    #[test]
+    fn closure_by_nonterminals_equals_closure_by_items() {
+        let mut sources: Vec<(String, String)> = ["json", "expr", "toml", "sql", "c"]
+            .iter()
+            .map(|n| {
+                let path = format!("{}/../grammars/{n}.lark", env!("CARGO_MANIFEST_DIR"));
+                (n.to_string(), std::fs::read_to_string(path).unwrap())
+            })
+            .collect();
+        let kws: Vec<String> = (0..40).map(|i| format!("\"kw{i}\"")).collect();
+        sources.push((
+            "keywords".into(),
+            format!(
+                "start: (ID | {})+\nID: /[a-z_][a-z0-9_]*/\n%ignore \" \"\n",
+                kws.join(" | ")
+            ),
+        ));
+        sources.push((
+            "nullable".into(),
+            "start: a b c\na: a \"x\" | b | \nb: c a \"y\" | \"z\" |\nc: a | b \"w\" | \"v\"\n"
+                .into(),
+        ));
+        for (name, src) in &sources {
+            let g = crate::parse_grammar(src, name).unwrap();
+            let aug = Augmented::new(&g);
+            let deadline = Deadline::unlimited();
+            let mut poll = deadline.poll(Stage::Lr);
+            let sets = item_sets(&aug, 200_000, &mut poll, &mut 0).unwrap();
+            assert!(sets.kernels.len() > 3, "{name}");
+            for (k, kernel) in sets.kernels.iter().enumerate() {
+                assert_eq!(
+                    sorted(closure(&aug, kernel, &mut 0)),
+                    sorted(closure_per_item(&aug, kernel)),
+                    "{name}: state {k}"
+                );
+            }
+        }
     }
 }
