@@ -20,7 +20,7 @@
 //! Differences from stackmask's semantics that a comparison must keep in mind are listed
 //! in the doc of [`LlgPeer`].
 
-use stackmask_peers::replay::Subject;
+use stackmask_peers::replay::{time_make, Subject};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -305,11 +305,7 @@ impl LlgPeer {
 /// `Matcher::clone` of the working matcher.
 impl Subject for LlgPeer {
     fn time_new_matcher(&mut self) -> Duration {
-        let started = Instant::now();
-        let fresh = self.pristine.clone();
-        let took = started.elapsed();
-        drop(fresh);
-        took
+        time_make(|| self.pristine.clone())
     }
 
     fn reset(&mut self) -> Result<(), String> {
@@ -325,11 +321,7 @@ impl Subject for LlgPeer {
     }
 
     fn time_clone(&mut self) -> Duration {
-        let started = Instant::now();
-        let copy = self.matcher.clone();
-        let took = started.elapsed();
-        drop(copy);
-        took
+        time_make(|| self.matcher.clone())
     }
 }
 

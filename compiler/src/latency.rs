@@ -10,7 +10,7 @@
 //! is not recorded; everything runs on the calling thread (one core).
 
 use stackmask_peers::percentiles::Row;
-use stackmask_peers::replay::{replay, SlowMask, Subject};
+use stackmask_peers::replay::{replay, time_make, SlowMask, Subject};
 use stackmask_runtime::{Engine, Matcher};
 use std::path::Path;
 use std::sync::Arc;
@@ -92,11 +92,7 @@ struct StackmaskSubject {
 
 impl Subject for StackmaskSubject {
     fn time_new_matcher(&mut self) -> Duration {
-        let started = Instant::now();
-        let fresh = Matcher::new(self.engine.clone());
-        let took = started.elapsed();
-        drop(fresh);
-        took
+        time_make(|| Matcher::new(self.engine.clone()))
     }
 
     fn reset(&mut self) -> Result<(), String> {
@@ -114,11 +110,7 @@ impl Subject for StackmaskSubject {
     }
 
     fn time_clone(&mut self) -> Duration {
-        let started = Instant::now();
-        let copy = self.matcher.clone();
-        let took = started.elapsed();
-        drop(copy);
-        took
+        time_make(|| self.matcher.clone())
     }
 }
 

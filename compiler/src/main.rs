@@ -167,6 +167,9 @@ struct PeerArgs {
     /// Keep the trace file handed to the drivers here (default: a temporary file).
     #[arg(long)]
     traces_out: Option<PathBuf>,
+    /// Seconds after which a peer's driver is stopped and reported as not finished.
+    #[arg(long)]
+    peer_timeout: Option<u64>,
 }
 
 /// How to read the grammar file: Lark, or JSON Schema (by `.json` or `--format`).
@@ -845,6 +848,7 @@ fn compare_with_peers(
     traces: &Path,
     drivers: &[peer_drivers::PeerDriver],
     examples: usize,
+    timeout: Option<std::time::Duration>,
 ) -> Result<(), Failure> {
     let mut all_ours = true;
     for d in drivers {
@@ -853,7 +857,7 @@ fn compare_with_peers(
             d.engine,
             std::process::id()
         ));
-        let report = peer_drivers::run(d, &[Path::new("masks"), traces, &dump]);
+        let report = peer_drivers::run(d, &[Path::new("masks"), traces, &dump], timeout);
         let compared = report.and_then(|report| {
             for n in &report.notes {
                 out!("{}: {n}", report.engine);
@@ -931,6 +935,7 @@ fn bench(
             .map(|f| f.display().to_string())
             .unwrap_or_else(|| format!("random walk {}", i - files.len()))
     };
+    let timeout = peer_args.peer_timeout.map(std::time::Duration::from_secs);
     let exe_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -978,7 +983,7 @@ fn bench(
     };
     if peer_args.compare_masks {
         let (file, path) = peer_work.as_ref().expect("checked above");
-        let result = compare_with_peers(&engine, file, path, &drivers, peer_args.examples);
+        let result = compare_with_peers(&engine, file, path, &drivers, peer_args.examples, timeout);
         if peer_args.traces_out.is_none() {
             let _ = std::fs::remove_file(path);
         }
@@ -988,7 +993,7 @@ fn bench(
     let mut peer_notes = vec![];
     if let Some((file, path)) = &peer_work {
         for d in &drivers {
-            let report = peer_drivers::run(d, &[Path::new("bench"), path]);
+            let report = peer_drivers::run(d, &[Path::new("bench"), path], timeout);
             let report = match report {
                 Ok(r) => r,
                 Err(e) => {

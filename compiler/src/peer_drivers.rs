@@ -6,8 +6,10 @@
 use stackmask_formats::TokenKind;
 use stackmask_peers::report::DriverReport;
 use stackmask_peers::trace_file::{Trace, TraceFile, VocabSpec, FORMAT};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The engines a driver exists for.
 pub const ENGINES: [&str; 2] = ["llguidance", "glrmask"];
@@ -74,22 +76,52 @@ pub fn trace_file(
 }
 
 /// Runs `driver` with `args` (`bench TRACES` or `masks TRACES OUT`), its stderr passed
-/// through, and parses the report it prints.
-pub fn run(driver: &PeerDriver, args: &[&Path]) -> Result<DriverReport, String> {
-    let mut cmd = Command::new(&driver.program);
-    cmd.args(args).stderr(Stdio::inherit());
-    let out = cmd
-        .output()
+/// through, and parses the report it prints. With a `timeout` the driver is killed when
+/// it runs longer (a peer's compile can take minutes on a large grammar).
+pub fn run(
+    driver: &PeerDriver,
+    args: &[&Path],
+    timeout: Option<Duration>,
+) -> Result<DriverReport, String> {
+    let mut child = Command::new(&driver.program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
         .map_err(|e| format!("{}: {e}", driver.program.display()))?;
-    if !out.status.success() {
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        stdout.read_to_end(&mut text).map(|_| text)
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if timeout.is_some_and(|t| started.elapsed() > t) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "the {} driver did not finish within the --peer-timeout of {} s",
+                driver.engine,
+                timeout.unwrap_or_default().as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = reader
+        .join()
+        .map_err(|_| "reading the driver's output failed".to_string())?
+        .map_err(|e| e.to_string())?;
+    if !status.success() {
         return Err(format!(
-            "the {} driver ({}) failed: {}",
+            "the {} driver ({}) failed: {status}",
             driver.engine,
-            driver.program.display(),
-            out.status
+            driver.program.display()
         ));
     }
-    let report = DriverReport::parse(&String::from_utf8_lossy(&out.stdout))
+    let report = DriverReport::parse(&String::from_utf8_lossy(&stdout))
         .map_err(|e| format!("{} driver: {e}", driver.engine))?;
     if report.engine != driver.engine {
         return Err(format!(
@@ -125,6 +157,41 @@ mod tests {
         assert!(parse_peer("xgrammar", &dir)
             .unwrap_err()
             .contains("unknown engine"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fake driver (a shell script): its report is parsed, a wrong engine, a failure
+    /// and a hang are errors.
+    #[test]
+    fn running_drivers() {
+        let dir = std::env::temp_dir().join(format!("smrun-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = |name: &str, body: &str| {
+            use std::os::unix::fs::PermissionsExt;
+            let p = dir.join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            PeerDriver {
+                engine: "glrmask".into(),
+                program: p,
+            }
+        };
+        let report = r#"{"engine":"glrmask","version":"0.5.0","route":"r","notes":["n"],"rows":[],"rejections":[]}"#;
+        let ok = script("ok", &format!("echo '{report}'"));
+        let r = run(&ok, &[Path::new("bench"), Path::new("t.json")], None).unwrap();
+        assert_eq!(r.notes, vec!["n".to_string()]);
+        let other = script(
+            "other",
+            &format!("echo '{}'", report.replace("glrmask", "llguidance")),
+        );
+        assert!(run(&other, &[], None)
+            .unwrap_err()
+            .contains("driver for llguidance"));
+        let fails = script("fails", "exit 3");
+        assert!(run(&fails, &[], None).unwrap_err().contains("failed"));
+        let hangs = script("hangs", "sleep 5");
+        let e = run(&hangs, &[], Some(Duration::from_millis(200))).unwrap_err();
+        assert!(e.contains("--peer-timeout"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

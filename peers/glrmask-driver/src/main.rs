@@ -18,7 +18,7 @@
 
 use glrmask::{Constraint, ConstraintState, Grammar, Vocab};
 use stackmask_peers::driver::{self, Outcome};
-use stackmask_peers::replay::Subject;
+use stackmask_peers::replay::{time_make, Subject};
 use stackmask_peers::trace_file::TraceFile;
 use std::time::{Duration, Instant};
 
@@ -64,11 +64,7 @@ struct GlrSubject<'a> {
 
 impl Subject for GlrSubject<'_> {
     fn time_new_matcher(&mut self) -> Duration {
-        let started = Instant::now();
-        let fresh = self.constraint.start();
-        let took = started.elapsed();
-        drop(fresh);
-        took
+        time_make(|| self.constraint.start())
     }
 
     fn reset(&mut self) -> Result<(), String> {
@@ -93,11 +89,7 @@ impl Subject for GlrSubject<'_> {
     }
 
     fn time_clone(&mut self) -> Duration {
-        let started = Instant::now();
-        let copy = self.state.clone();
-        let took = started.elapsed();
-        drop(copy);
-        took
+        time_make(|| self.state.clone())
     }
 }
 

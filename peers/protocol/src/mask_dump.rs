@@ -9,7 +9,8 @@ use crate::replay::{Rejection, Subject};
 use std::io::{Read, Write};
 
 /// Writes one record per step of every trace (see the module documentation); returns the
-/// tokens the engine refused (each ends its trace).
+/// tokens the engine refused and the masks it could not compute (each ends its trace;
+/// a failed mask after the last token names token `u32::MAX`).
 pub fn dump<S: Subject + ?Sized, W: Write>(
     subject: &mut S,
     traces: &[Vec<u32>],
@@ -22,9 +23,15 @@ pub fn dump<S: Subject + ?Sized, W: Write>(
     for (i, trace) in traces.iter().enumerate() {
         subject.reset()?;
         for step in 0..=trace.len() {
-            subject
-                .fill_mask(&mut mask)
-                .map_err(|e| format!("trace {i} step {step}: get_mask: {e}"))?;
+            if let Err(e) = subject.fill_mask(&mut mask) {
+                rejections.push(Rejection {
+                    trace: i,
+                    step,
+                    token: trace.get(step).copied().unwrap_or(u32::MAX),
+                    error: format!("get_mask: {e}"),
+                });
+                break;
+            }
             bytes.clear();
             bytes.extend_from_slice(&(i as u32).to_le_bytes());
             bytes.extend_from_slice(&(step as u32).to_le_bytes());
@@ -38,7 +45,7 @@ pub fn dump<S: Subject + ?Sized, W: Write>(
                     trace: i,
                     step,
                     token: t,
-                    error,
+                    error: format!("commit: {error}"),
                 });
                 break;
             }

@@ -19,6 +19,16 @@ pub trait Subject {
     fn time_clone(&mut self) -> Duration;
 }
 
+/// The time `make` takes; what it made is dropped after the clock stops (for
+/// [`Subject::time_new_matcher`] and [`Subject::time_clone`]).
+pub fn time_make<T>(make: impl FnOnce() -> T) -> Duration {
+    let started = Instant::now();
+    let made = make();
+    let took = started.elapsed();
+    drop(made);
+    took
+}
+
 /// A token of a trace the engine did not take (the rest of that trace is skipped).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rejection {
