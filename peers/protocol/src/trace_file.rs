@@ -83,7 +83,7 @@ pub fn from_hex(s: &str) -> Result<Vec<u8>, String> {
         _ => Err(format!("{:?} is not a hex digit", c as char)),
     };
     let s = s.as_bytes();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
     s.chunks(2)
