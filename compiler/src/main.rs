@@ -956,7 +956,13 @@ fn bench(
         (Some(g), false) => {
             let source = pipeline::read_grammar_file(g)?;
             let lexed = pipeline::lex_grammar_source(&source, &g.display().to_string())?;
-            if lexed.grammar != engine.meta().grammar {
+            // The artifact holds the grammar after the adjacency product, if it needed one.
+            let product = stackmask_compiler::adjacency_product::product(
+                &lexed,
+                stackmask_compiler::adjacency_product::DEFAULT_MAX_PRODUCT_RULES,
+            )?;
+            let compiled = product.map_or(lexed.grammar, |p| p.lexed.grammar);
+            if compiled != engine.meta().grammar {
                 return Err(format!(
                     "{} is not the grammar {} was compiled from",
                     g.display(),
