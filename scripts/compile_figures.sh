@@ -60,9 +60,9 @@ def p50(engine, op):
     return next((r["p50_us"] for r in rows if r["engine"] == engine and r["op"] == op), None)
 print(json.dumps({"grammar": g, "tokenizer": t, "compile_s": float(secs), "peak_mb": int(kb) / 1024,
                   "artifact_mb": int(size) / 1e6, "load_ms": (p50("stackmask", "load") or 0) / 1e3,
-                  "llguidance_compile_ms": p50("llguidance", "compile"),
-                  "glrmask_compile_ms": p50("glrmask", "compile"),
-                  "glrmask_load_ms": p50("glrmask", "load")}))
+                  "llguidance_compile_us": p50("llguidance", "compile"),
+                  "glrmask_compile_us": p50("glrmask", "compile"),
+                  "glrmask_load_us": p50("glrmask", "load")}))
 PY
   done
 done
@@ -76,7 +76,7 @@ print("|---|---|---|---|---|---|---|---|")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     print(f"| {r['grammar']} × {r['tokenizer']} | {r['compile_s']:.2f} s | {r['peak_mb']:,.0f} MB | "
-          f"{r['artifact_mb']:.1f} MB | {r['load_ms']:.1f} ms | {ms(r['llguidance_compile_ms'])} | "
-          f"{ms(r['glrmask_compile_ms'])} | {ms(r['glrmask_load_ms'])} |")
+          f"{r['artifact_mb']:.1f} MB | {r['load_ms']:.1f} ms | {ms(r['llguidance_compile_us'])} | "
+          f"{ms(r['glrmask_compile_us'])} | {ms(r['glrmask_load_us'])} |")
 PY
 echo "(peer notes and rejections: $out/*.bench.log)" >&2
