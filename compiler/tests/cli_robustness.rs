@@ -299,18 +299,39 @@ fn bench_merges_a_peer_drivers_report() {
     .unwrap();
     std::fs::set_permissions(&driver, std::fs::Permissions::from_mode(0o755)).unwrap();
     let peer = format!("glrmask={}", s(&driver));
-    let base = ["bench", s(&art), "--docs", s(&doc), "--repeats", "1", "--walks", "1"];
+    let base = [
+        "bench",
+        s(&art),
+        "--docs",
+        s(&doc),
+        "--repeats",
+        "1",
+        "--walks",
+        "1",
+    ];
     let with = |extra: &[&str]| run(&[&base[..], extra].concat());
 
     let (code, out, err) = with(&["--peer", &peer, "--grammar", s(&g)]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    let i = lines.iter().position(|l| l.starts_with("get_mask")).unwrap();
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with("get_mask"))
+        .unwrap();
     assert!(lines[i].contains("stackmask"), "{out}");
-    assert!(lines[i + 1].contains("glrmask") && lines[i + 1].contains("1000"), "{out}");
-    assert!(lines[i + 2].contains("÷stackmask") && lines[i + 2].contains('×'), "{out}");
+    assert!(
+        lines[i + 1].contains("glrmask") && lines[i + 1].contains("1000"),
+        "{out}"
+    );
+    assert!(
+        lines[i + 2].contains("÷stackmask") && lines[i + 2].contains('×'),
+        "{out}"
+    );
     assert!(out.contains("glrmask: a note"), "{out}");
-    assert!(out.contains("glrmask REJECTS token 97 (\"a\")") && out.contains("fake refusal"), "{out}");
+    assert!(
+        out.contains("glrmask REJECTS token 97 (\"a\")") && out.contains("fake refusal"),
+        "{out}"
+    );
     // The trace file: the document's tokens (bytes: id = byte), then one random walk.
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
@@ -330,7 +351,10 @@ fn bench_merges_a_peer_drivers_report() {
         .iter()
         .map(|r| r["engine"].as_str().unwrap())
         .collect();
-    assert!(engines.contains(&"stackmask") && engines.contains(&"glrmask"), "{out}");
+    assert!(
+        engines.contains(&"stackmask") && engines.contains(&"glrmask"),
+        "{out}"
+    );
     assert!(err.contains("fake refusal"), "{err}");
 
     let (code, _, err) = with(&["--peer", &peer]);
