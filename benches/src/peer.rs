@@ -20,8 +20,9 @@
 //! Differences from stackmask's semantics that a comparison must keep in mind are listed
 //! in the doc of [`LlgPeer`].
 
+use stackmask_peers::replay::{time_make, Subject};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use llguidance::api::{ParserLimits, StopReason, TopLevelGrammar};
 use llguidance::earley::SlicedBiasComputer;
@@ -296,6 +297,31 @@ impl LlgPeer {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+/// The timing loop's view of llguidance (`stackmask_peers::replay`): a new matcher is a
+/// clone of the freshly compiled one (what a server does per request), a clone is
+/// `Matcher::clone` of the working matcher.
+impl Subject for LlgPeer {
+    fn time_new_matcher(&mut self) -> Duration {
+        time_make(|| self.pristine.clone())
+    }
+
+    fn reset(&mut self) -> Result<(), String> {
+        LlgPeer::reset(self)
+    }
+
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), String> {
+        self.mask(mask).map(drop)
+    }
+
+    fn commit(&mut self, token: u32) -> Result<(), String> {
+        LlgPeer::commit(self, token).map(drop)
+    }
+
+    fn time_clone(&mut self) -> Duration {
+        time_make(|| self.matcher.clone())
     }
 }
 

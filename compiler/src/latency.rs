@@ -5,24 +5,16 @@
 //! call is timed on its own into an HDR histogram (p50 … p99.9, max), never averaged.
 //! The work is replayed traces: real documents tokenized canonically, and seeded random
 //! walks that sample each next token from the mask itself (so they reach states no
-//! document does). The first pass over the traces warms caches and is not recorded.
-//! Everything runs on the calling thread (one core).
+//! document does). The timing loop is `stackmask_peers::replay`, the one the peer
+//! drivers (llguidance, glrmask) run too: the first pass over the traces warms caches and
+//! is not recorded; everything runs on the calling thread (one core).
 
-use hdrhistogram::Histogram;
+use stackmask_peers::percentiles::Row;
+use stackmask_peers::replay::{replay, time_make, SlowMask, Subject};
 use stackmask_runtime::{Engine, Matcher};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The operations timed, in the order they are reported.
-pub const OPS: [&str; 6] = [
-    "get_mask",
-    "commit",
-    "mask_commit",
-    "new_matcher",
-    "clone",
-    "load",
-];
 
 /// What to replay and how often.
 pub struct BenchConfig {
@@ -34,26 +26,6 @@ pub struct BenchConfig {
     pub walk_len: usize,
     /// Seed of the random walks.
     pub seed: u64,
-}
-
-/// One operation's percentiles, in microseconds.
-pub struct OpStats {
-    /// Operation name (one of [`OPS`]).
-    pub op: &'static str,
-    /// Calls recorded.
-    pub count: u64,
-    /// Mean.
-    pub mean_us: f64,
-    /// Percentiles 50, 90, 99, 99.9.
-    pub p50_us: f64,
-    /// 90th percentile.
-    pub p90_us: f64,
-    /// 99th percentile.
-    pub p99_us: f64,
-    /// 99.9th percentile.
-    pub p999_us: f64,
-    /// Largest single call.
-    pub max_us: f64,
 }
 
 /// A small deterministic generator (xorshift64*), so a seed names one set of walks on
@@ -111,111 +83,85 @@ pub fn random_walks(engine: &Arc<Engine>, eos: u32, cfg: &BenchConfig) -> Vec<Ve
     walks
 }
 
-fn histogram() -> Histogram<u64> {
-    // 1 ns to 100 s at 3 significant digits.
-    Histogram::<u64>::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds")
+/// stackmask as the shared timing loop drives it (`stackmask_peers::replay`), so it is
+/// timed exactly like the peer drivers.
+struct StackmaskSubject {
+    engine: Arc<Engine>,
+    matcher: Matcher,
 }
 
-fn record(h: &mut Histogram<u64>, took: Duration) {
-    // Sub-nanosecond calls still count as one nanosecond (the histogram's lowest
-    // value); anything past 100 s is recorded as 100 s.
-    h.saturating_record((took.as_nanos() as u64).clamp(1, 100_000_000_000));
+impl Subject for StackmaskSubject {
+    fn time_new_matcher(&mut self) -> Duration {
+        time_make(|| Matcher::new(self.engine.clone()))
+    }
+
+    fn reset(&mut self) -> Result<(), String> {
+        self.matcher.reset();
+        Ok(())
+    }
+
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), String> {
+        self.matcher.fill_mask(mask);
+        Ok(())
+    }
+
+    fn commit(&mut self, token: u32) -> Result<(), String> {
+        self.matcher.commit(token).map_err(|e| e.to_string())
+    }
+
+    fn time_clone(&mut self) -> Duration {
+        time_make(|| self.matcher.clone())
+    }
 }
 
-/// One of the slowest get_mask calls: which trace, before which token, how long.
-#[derive(Clone, Copy, Debug)]
-pub struct SlowMask {
-    /// Index of the trace.
-    pub trace: usize,
-    /// Tokens committed before the call.
-    pub step: usize,
-    /// The call's time in microseconds (its slowest pass).
-    pub us: f64,
-}
-
-/// Replays `traces` (token ids, without EOS) on `engine` and returns the percentiles of
-/// every operation, and the `slowest` get_mask calls (slowest first). `artifact` is
-/// loaded again to time `load`.
+/// Replays `traces` (token ids, without EOS) on `engine` and returns the rows of every
+/// operation (engine `stackmask`), and the `slowest` get_mask calls (slowest first).
+/// `artifact` is loaded again to time `load`. A token of a trace that is refused is an
+/// error: the traces are sentences of this very artifact.
 pub fn run(
     engine: &Arc<Engine>,
     artifact: &Path,
     traces: &[Vec<u32>],
     cfg: &BenchConfig,
     slowest: usize,
-) -> Result<(Vec<OpStats>, Vec<SlowMask>), String> {
-    let mut slow: Vec<SlowMask> = Vec::new();
-    let mut hist: Vec<Histogram<u64>> = OPS.iter().map(|_| histogram()).collect();
-    let [get_mask, commit, mask_commit, new_matcher, clone, load] = &mut hist[..] else {
-        unreachable!("one histogram per op")
+) -> Result<(Vec<Row>, Vec<SlowMask>), String> {
+    let mut subject = StackmaskSubject {
+        engine: engine.clone(),
+        matcher: Matcher::new(engine.clone()),
     };
-    let mut mask = vec![0u32; engine.mask_words()];
-    let mut m = Matcher::new(engine.clone());
-    for pass in 0..=cfg.repeats {
-        let timed = pass > 0;
-        for (i, trace) in traces.iter().enumerate() {
-            let started = Instant::now();
-            let fresh = Matcher::new(engine.clone());
-            if timed {
-                record(new_matcher, started.elapsed());
-            }
-            drop(fresh);
-            m.reset();
-            for (step, &t) in trace.iter().enumerate() {
-                let started = Instant::now();
-                m.fill_mask(&mut mask);
-                let masked = started.elapsed();
-                let started = Instant::now();
-                m.commit(t)
-                    .map_err(|e| format!("token {t} of a trace is rejected: {e}"))?;
-                let committed = started.elapsed();
-                if timed {
-                    record(get_mask, masked);
-                    let us = masked.as_secs_f64() * 1e6;
-                    if slowest > 0 && (slow.len() < slowest || us > slow[slow.len() - 1].us) {
-                        match slow.iter_mut().find(|s| (s.trace, s.step) == (i, step)) {
-                            Some(s) => s.us = s.us.max(us),
-                            None => slow.push(SlowMask { trace: i, step, us }),
-                        }
-                        slow.sort_by(|a, b| b.us.total_cmp(&a.us));
-                        slow.truncate(slowest);
-                    }
-                    record(commit, committed);
-                    record(mask_commit, masked + committed);
-                }
-                if mask[t as usize / 32] & (1 << (t % 32)) == 0 {
-                    return Err(format!("token {t} of a trace is not in its mask"));
-                }
-                if timed && pass == 1 {
-                    let started = Instant::now();
-                    let copy = m.clone();
-                    record(clone, started.elapsed());
-                    drop(copy);
-                }
-            }
-        }
+    let mut r = replay(
+        &mut subject,
+        traces,
+        engine.mask_words(),
+        cfg.repeats,
+        slowest,
+    );
+    if let Some(e) = r.rejections.first() {
+        return Err(format!(
+            "token {} of a trace is rejected at step {}: {}",
+            e.token, e.step, e.error
+        ));
     }
     for _ in 0..10 {
         let started = Instant::now();
         let e = Engine::load(artifact).map_err(|e| e.to_string())?;
-        record(load, started.elapsed());
+        r.timings.record("load", started.elapsed());
         drop(e);
     }
-    let stats = OPS
-        .iter()
-        .zip(&hist)
-        .map(|(&op, h)| {
-            let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
-            OpStats {
-                op,
-                count: h.len(),
-                mean_us: h.mean() / 1e3,
-                p50_us: us(0.5),
-                p90_us: us(0.9),
-                p99_us: us(0.99),
-                p999_us: us(0.999),
-                max_us: h.max() as f64 / 1e3,
-            }
-        })
-        .collect();
-    Ok((stats, slow))
+    let meta = engine.meta();
+    let rows = r.timings.rows(
+        "stackmask",
+        &grammar_name(&meta.grammar_name),
+        &meta.tokenizer,
+    );
+    Ok((rows, r.slow))
+}
+
+/// The grammar's name in reports: the file stem of the name it was compiled under
+/// (`grammars/json.lark` → `json`).
+pub fn grammar_name(compiled_as: &str) -> String {
+    Path::new(compiled_as)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| compiled_as.to_string())
 }

@@ -21,6 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod latency;
+mod mask_compare;
+mod peer_drivers;
 
 #[derive(Parser)]
 #[command(
@@ -147,7 +149,35 @@ enum Command {
         /// Also list the N slowest get_mask calls, with the text before each.
         #[arg(long, default_value_t = 0)]
         slowest: usize,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
+}
+
+/// `bench`'s peers: drivers of other engines run over the same traces.
+#[derive(clap::Args)]
+struct PeerArgs {
+    /// Also time a peer over the same traces: llguidance or glrmask, with the path of its
+    /// driver program (ENGINE=PATH), or ENGINE alone for stackmask-ENGINE-driver next to
+    /// this binary. Repeatable. Needs --grammar.
+    #[arg(long = "peer", value_name = "ENGINE[=PATH]")]
+    peer: Vec<String>,
+    /// The Lark grammar the artifact was compiled from (the peers compile it).
+    #[arg(long)]
+    grammar: Option<PathBuf>,
+    /// Instead of timing: compare every step's mask with each peer's, and check each
+    /// difference against the reference path.
+    #[arg(long, requires = "grammar")]
+    compare_masks: bool,
+    /// With --compare-masks: examples printed per kind of difference.
+    #[arg(long, default_value_t = 3)]
+    examples: usize,
+    /// Keep the trace file handed to the drivers here (default: a temporary file).
+    #[arg(long)]
+    traces_out: Option<PathBuf>,
+    /// Seconds after which a peer's driver is stopped and reported as not finished.
+    #[arg(long)]
+    peer_timeout: Option<u64>,
 }
 
 /// How to read the grammar file: Lark, or JSON Schema (by `.json` or `--format`).
@@ -300,6 +330,7 @@ fn main() -> ExitCode {
             seed,
             json,
             slowest,
+            peers,
         } => bench(
             &artifact,
             &docs,
@@ -311,6 +342,7 @@ fn main() -> ExitCode {
             },
             json,
             slowest,
+            &peers,
         ),
         Command::Validate { artifact, file } => validate(&artifact, &file),
         Command::Trace {
@@ -868,12 +900,62 @@ fn trace_artifact(
     )
 }
 
+/// `bench --compare-masks`: each driver dumps its masks over the trace file at `traces`,
+/// compared step by step with ours and the reference path. Exit 1 if the reference path
+/// sides with a peer on any differing token (a stackmask bug).
+fn compare_with_peers(
+    engine: &Arc<Engine>,
+    file: &stackmask_peers::trace_file::TraceFile,
+    traces: &Path,
+    drivers: &[peer_drivers::PeerDriver],
+    examples: usize,
+    timeout: Option<std::time::Duration>,
+) -> Result<(), Failure> {
+    let mut all_ours = true;
+    for d in drivers {
+        let dump = std::env::temp_dir().join(format!(
+            "stackmask-masks-{}-{}.bin",
+            d.engine,
+            std::process::id()
+        ));
+        let report = peer_drivers::run(d, &[Path::new("masks"), traces, &dump], timeout);
+        let compared = report.and_then(|report| {
+            for n in &report.notes {
+                out!("{}: {n}", report.engine);
+            }
+            for r in &report.rejections {
+                out!(
+                    "{} REJECTS token {} of {} at step {}: {}",
+                    report.engine,
+                    r.token,
+                    file.traces[r.trace].name,
+                    r.step,
+                    r.error
+                );
+            }
+            mask_compare::compare(engine, file, &d.engine, &dump, examples)
+        });
+        let _ = std::fs::remove_file(&dump);
+        let (text, ours) = compared?;
+        out!("{}", text.trim_end());
+        all_ours &= ours;
+    }
+    if all_ours {
+        Ok(())
+    } else {
+        Err(rejected(
+            "the reference path sides with a peer on some token: a stackmask bug".into(),
+        ))
+    }
+}
+
 fn bench(
     artifact: &Path,
     docs: &Path,
     cfg: &latency::BenchConfig,
     json: bool,
     slowest: usize,
+    peer_args: &PeerArgs,
 ) -> Result<(), Failure> {
     let engine = Arc::new(Engine::load(artifact)?);
     let spec = engine.meta().tokenizer.clone();
@@ -907,21 +989,124 @@ fn bench(
     let walks = latency::random_walks(&engine, tokenizer.eos(), cfg);
     let walk_tokens: usize = walks.iter().map(Vec::len).sum();
     traces.extend(walks);
-    let (stats, slow) = latency::run(&engine, artifact, &traces, cfg, slowest)?;
-    let grammar = engine.meta().grammar_name.clone();
-    if json {
-        let rows: Vec<serde_json::Value> = stats
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "engine": "stackmask", "grammar": grammar, "vocab": spec, "op": s.op,
-                    "count": s.count, "mean_us": s.mean_us, "p50_us": s.p50_us,
-                    "p90_us": s.p90_us, "p99_us": s.p99_us, "p999_us": s.p999_us,
-                    "max_us": s.max_us,
+    let grammar = latency::grammar_name(&engine.meta().grammar_name);
+    let trace_name = |i: usize| {
+        files
+            .get(i)
+            .map(|f| f.display().to_string())
+            .unwrap_or_else(|| format!("random walk {}", i - files.len()))
+    };
+    let timeout = peer_args.peer_timeout.map(std::time::Duration::from_secs);
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let drivers = peer_args
+        .peer
+        .iter()
+        .map(|p| peer_drivers::parse_peer(p, &exe_dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let peer_work = match (&peer_args.grammar, drivers.is_empty()) {
+        (_, true) if peer_args.compare_masks => {
+            return Err("--compare-masks needs at least one --peer".into())
+        }
+        (_, true) => None,
+        (None, false) => {
+            return Err("--peer needs --grammar (the grammar the peers compile)".into())
+        }
+        (Some(g), false) => {
+            let source = pipeline::read_grammar_file(g)?;
+            let lexed = pipeline::lex_grammar_source(&source, &g.display().to_string())?;
+            // The artifact holds the grammar after the adjacency product, if it needed one.
+            let product = stackmask_compiler::adjacency_product::product::<pipeline::CompileError>(
+                &lexed,
+                stackmask_compiler::adjacency_product::DEFAULT_MAX_PRODUCT_RULES,
+                &stackmask_compiler::budget::Deadline::unlimited(),
+            )?;
+            let compiled = product.map_or(lexed.grammar, |p| p.lexed.grammar);
+            if compiled != engine.meta().grammar {
+                return Err(format!(
+                    "{} is not the grammar {} was compiled from",
+                    g.display(),
+                    artifact.display()
+                )
+                .into());
+            }
+            let named = traces
+                .iter()
+                .enumerate()
+                .map(|(i, t)| stackmask_peers::trace_file::Trace {
+                    name: trace_name(i),
+                    tokens: t.clone(),
                 })
-            })
-            .collect();
-        out!("{}", serde_json::Value::Array(rows));
+                .collect();
+            let file =
+                peer_drivers::trace_file(&grammar, &source, &tokenizer, &spec, named, cfg.repeats);
+            let path = peer_args.traces_out.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("stackmask-traces-{}.json", std::process::id()))
+            });
+            file.write(&path)?;
+            Some((file, path))
+        }
+    };
+    if peer_args.compare_masks {
+        let (file, path) = peer_work.as_ref().expect("checked above");
+        let result = compare_with_peers(&engine, file, path, &drivers, peer_args.examples, timeout);
+        if peer_args.traces_out.is_none() {
+            let _ = std::fs::remove_file(path);
+        }
+        return result;
+    }
+    let (mut rows, slow) = latency::run(&engine, artifact, &traces, cfg, slowest)?;
+    let mut peer_notes = vec![];
+    if let Some((file, path)) = &peer_work {
+        for d in &drivers {
+            let report = peer_drivers::run(d, &[Path::new("bench"), path], timeout);
+            let report = match report {
+                Ok(r) => r,
+                Err(e) => {
+                    peer_notes.push(format!("{}: {e}", d.engine));
+                    continue;
+                }
+            };
+            peer_notes.push(format!(
+                "{} {}: {}",
+                report.engine, report.version, report.route
+            ));
+            peer_notes.extend(
+                report
+                    .notes
+                    .iter()
+                    .map(|n| format!("{}: {n}", report.engine)),
+            );
+            for r in &report.rejections {
+                peer_notes.push(format!(
+                    "{} REJECTS token {} ({:?}) of {} at step {}: {}",
+                    report.engine,
+                    r.token,
+                    String::from_utf8_lossy(tokenizer.vocab.token_bytes(r.token)),
+                    file.traces[r.trace].name,
+                    r.step,
+                    r.error
+                ));
+            }
+            if report.rejections.is_empty() {
+                peer_notes.push(format!(
+                    "{} accepts every token of every trace",
+                    report.engine
+                ));
+            }
+            rows.extend(report.rows);
+        }
+        if peer_args.traces_out.is_none() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    if json {
+        for n in &peer_notes {
+            eprintln!("{n}");
+        }
+        out!("{}", stackmask_peers::report::rows_json(&rows));
         return Ok(());
     }
     out!(
@@ -931,29 +1116,9 @@ fn bench(
         cfg.seed,
         cfg.repeats
     );
-    out!(
-        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "op",
-        "count",
-        "mean µs",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "max"
-    );
-    for s in &stats {
-        out!(
-            "{:<12} {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-            s.op,
-            s.count,
-            s.mean_us,
-            s.p50_us,
-            s.p90_us,
-            s.p99_us,
-            s.p999_us,
-            s.max_us
-        );
+    out!("{}", stackmask_peers::report::table(&rows).trim_end());
+    for n in &peer_notes {
+        out!("{n}");
     }
     for s in &slow {
         let text: Vec<u8> = traces[s.trace][..s.step]
@@ -961,10 +1126,7 @@ fn bench(
             .flat_map(|&t| tokenizer.vocab.token_bytes(t).to_vec())
             .collect();
         let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(60)..]).into_owned();
-        let name = files
-            .get(s.trace)
-            .map(|f| f.display().to_string())
-            .unwrap_or_else(|| format!("random walk {}", s.trace - files.len()));
+        let name = trace_name(s.trace);
         out!(
             "slow get_mask {:>9.2} µs  {name} step {}: …{tail:?}",
             s.us,

@@ -307,3 +307,99 @@ fn time_limit_ends_compile_and_check_with_the_named_error() {
     assert!(out.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `bench --peer`: the trace file handed to a driver holds the bench's traces and
+/// vocabulary, the driver's rows are merged into the table (with ratios) and the JSON
+/// array, its rejections reported; bad peer arguments are clear errors. The driver here
+/// is a shell script printing a fixed report (the real ones are built apart).
+#[test]
+fn bench_merges_a_peer_drivers_report() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("bench-peer");
+    let g = grammar(&dir);
+    let art = dir.join("g.smask");
+    let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&art)]);
+    assert_eq!(code, 0, "{err}");
+    let doc = dir.join("doc.txt");
+    std::fs::write(&doc, "aaa").unwrap();
+    let seen = dir.join("seen.json");
+    let report = r#"{"engine":"glrmask","version":"0.5.0","route":"fake","notes":["a note"],"rows":[{"engine":"glrmask","grammar":"g","vocab":"bytes","op":"get_mask","count":7,"mean_us":1000.0,"p50_us":1000.0,"p90_us":1000.0,"p99_us":1000.0,"p999_us":1000.0,"max_us":1000.0}],"rejections":[{"trace":0,"step":2,"token":97,"error":"fake refusal"}]}"#;
+    let driver = dir.join("driver.sh");
+    std::fs::write(
+        &driver,
+        format!("#!/bin/sh\ncp \"$2\" {}\necho '{report}'\n", s(&seen)),
+    )
+    .unwrap();
+    std::fs::set_permissions(&driver, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let peer = format!("glrmask={}", s(&driver));
+    let base = [
+        "bench",
+        s(&art),
+        "--docs",
+        s(&doc),
+        "--repeats",
+        "1",
+        "--walks",
+        "1",
+    ];
+    let with = |extra: &[&str]| run(&[&base[..], extra].concat());
+
+    let (code, out, err) = with(&["--peer", &peer, "--grammar", s(&g)]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with("get_mask"))
+        .unwrap();
+    assert!(lines[i].contains("stackmask"), "{out}");
+    assert!(
+        lines[i + 1].contains("glrmask") && lines[i + 1].contains("1000"),
+        "{out}"
+    );
+    assert!(
+        lines[i + 2].contains("÷stackmask") && lines[i + 2].contains('×'),
+        "{out}"
+    );
+    assert!(out.contains("glrmask: a note"), "{out}");
+    assert!(
+        out.contains("glrmask REJECTS token 97 (\"a\")") && out.contains("fake refusal"),
+        "{out}"
+    );
+    // The trace file: the document's tokens (bytes: id = byte), then one random walk.
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(file["format"], "stackmask-traces/1");
+    assert_eq!(file["grammar"], "start: \"a\"+\n");
+    assert_eq!(file["traces"][0]["tokens"], serde_json::json!([97, 97, 97]));
+    assert_eq!(file["traces"][1]["name"], "random walk 0");
+    assert_eq!(file["vocab"]["tokens"][97], "61");
+    assert_eq!(file["vocab"]["eos"], 256);
+
+    let (code, out, err) = with(&["--peer", &peer, "--grammar", s(&g), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let engines: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["engine"].as_str().unwrap())
+        .collect();
+    assert!(
+        engines.contains(&"stackmask") && engines.contains(&"glrmask"),
+        "{out}"
+    );
+    assert!(err.contains("fake refusal"), "{err}");
+
+    let (code, _, err) = with(&["--peer", &peer]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--peer needs --grammar"), "{err}");
+    let other = dir.join("other.lark");
+    std::fs::write(&other, "start: \"b\"+\n").unwrap();
+    let (code, _, err) = with(&["--peer", &peer, "--grammar", s(&other)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not the grammar"), "{err}");
+    let (code, _, err) = with(&["--peer", "xgrammar", "--grammar", s(&g)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown engine `xgrammar`"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
