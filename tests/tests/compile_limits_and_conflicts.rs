@@ -67,6 +67,26 @@ fn lr_state_limit_is_a_named_error() {
     ));
 }
 
+/// Issue 11 (3): 20,000 distinct nested rules (`a{i}: "(" a{i+1} ")"`, 560 KB) make
+/// 80,000 states × 20,000 columns: the dense tables would need 6.4 GB, and the compile
+/// aborted the process in the allocator. It is now the named error, before allocating.
+#[test]
+fn lr_tables_past_the_byte_limit_are_a_named_error_not_an_abort() {
+    let n = 20_000;
+    let mut src = String::from("start: a0\n");
+    for i in 0..n {
+        src += &format!("a{i}: \"(\" a{} \")\" | \"x\"\n", i + 1);
+    }
+    src += &format!("a{n}: \"x\"\n");
+    let lexed = pipeline::lex_grammar_source(&src, "nested.lark").unwrap();
+    let err = build_lr(&lexed.grammar, 200_000).unwrap_err();
+    assert!(
+        matches!(err, LrError::TableBytes { bytes, limit, .. } if bytes > limit && limit == lr::MAX_TABLE_BYTES),
+        "{err}"
+    );
+    assert!(err.to_string().contains("max_table_bytes"), "{err}");
+}
+
 #[test]
 fn lr_state_limits_beyond_the_action_encoding_are_refused() {
     // Shift actions keep the target state in 30 bits: a limit above that could let

@@ -42,10 +42,32 @@ pub enum LrError {
         /// The largest value the encoding allows.
         limit: u64,
     },
+    /// The tables would take more memory than [`MAX_TABLE_BYTES`] (checked before
+    /// anything is allocated).
+    #[error(
+        "the LR tables would take {bytes} bytes ({states} states × {columns} columns), above \
+         the limit of {limit} bytes (max_table_bytes); simplify the grammar (a long chain of \
+         distinct nested rules makes a table row per state for every rule)"
+    )]
+    TableBytes {
+        /// Bytes the dense goto table and the action row index would take.
+        bytes: u64,
+        /// LR(1) states.
+        states: usize,
+        /// Terminal plus nonterminal columns.
+        columns: usize,
+        /// [`MAX_TABLE_BYTES`].
+        limit: u64,
+    },
     /// The compile's time limit passed, or it was cancelled.
     #[error(transparent)]
     Budget(#[from] BudgetError),
 }
+
+/// Memory the LR tables may take (the dense goto table and the per-cell action index,
+/// 4 bytes a cell): past it the compile stops with [`LrError::TableBytes`] before
+/// allocating, instead of an allocation failure that aborts the process.
+pub const MAX_TABLE_BYTES: u64 = 1 << 30;
 
 /// The largest `max_states` [`build_lr`] accepts: shift actions store the target state
 /// in 30 bits ([`Action::MAX_PAYLOAD`]).
@@ -241,6 +263,15 @@ pub fn build_lr_within(
         n * num_nonterminals,
         u32_cells,
     )?;
+    let bytes = 4 * (n as u64) * (num_terminals + num_nonterminals) as u64;
+    if bytes > MAX_TABLE_BYTES {
+        return Err(LrError::TableBytes {
+            bytes,
+            states: n,
+            columns: num_terminals + num_nonterminals,
+            limit: MAX_TABLE_BYTES,
+        });
+    }
     // One row at a time: the actions of a state as (terminal, action) pairs sorted by
     // terminal (shift first, then reductions in item order), so no cell is allocated.
     let mut goto = vec![LrTables::NO_GOTO; n * num_nonterminals];
