@@ -421,13 +421,23 @@ pub(super) fn load(path: &Path, name: &str) -> Result<Loaded, VocabError> {
         path: path.clone(),
         source,
     })?;
-    let root: Value = serde_json::from_slice(&data).map_err(|e| VocabError::Malformed {
+    from_json_bytes(&data, path, name)
+}
+
+/// Loads the contents of a `tokenizer.json` held in memory; `path` names it in errors.
+/// (The fuzz target `tokenizer_json` calls this on arbitrary bytes.)
+pub(super) fn from_json_bytes(
+    data: &[u8],
+    path: PathBuf,
+    name: &str,
+) -> Result<Loaded, VocabError> {
+    let root: Value = serde_json::from_slice(data).map_err(|e| VocabError::Malformed {
         path: path.clone(),
         message: e.to_string(),
     })?;
     let (vocab, added) = vocabulary(&root, &path, name)?;
     let mut tokenizer =
-        tokenizers::Tokenizer::from_bytes(&data).map_err(|source| VocabError::HfLoad {
+        tokenizers::Tokenizer::from_bytes(data).map_err(|source| VocabError::HfLoad {
             path: path.clone(),
             source,
         })?;

@@ -85,14 +85,32 @@ pub fn load_tokenizer(spec: &str) -> Result<Tokenizer, VocabError> {
         });
     }
     if let Some(path) = spec.strip_prefix("hf:") {
-        let loaded = hf::load(std::path::Path::new(path), spec)?;
-        return Ok(Tokenizer {
-            vocab: loaded.vocab,
-            encoder: Encoder::Hf(Box::new(loaded.tokenizer)),
-            dummy_prefix: loaded.dummy_prefix,
-        });
+        return Ok(hf_tokenizer(hf::load(std::path::Path::new(path), spec)?));
     }
     Err(VocabError::UnknownSpec(spec.to_string()))
+}
+
+/// Loads a Hugging Face `tokenizer.json` from its contents, as `hf:PATH` does from the
+/// file; `path` names it in errors and `name` becomes the vocabulary's name. For
+/// callers that hold the file in memory (the `tokenizer_json` fuzz target).
+pub fn load_hf_json(
+    data: &[u8],
+    path: &std::path::Path,
+    name: &str,
+) -> Result<Tokenizer, VocabError> {
+    Ok(hf_tokenizer(hf::from_json_bytes(
+        data,
+        path.to_path_buf(),
+        name,
+    )?))
+}
+
+fn hf_tokenizer(loaded: hf::Loaded) -> Tokenizer {
+    Tokenizer {
+        vocab: loaded.vocab,
+        encoder: Encoder::Hf(Box::new(loaded.tokenizer)),
+        dummy_prefix: loaded.dummy_prefix,
+    }
 }
 
 impl Tokenizer {
