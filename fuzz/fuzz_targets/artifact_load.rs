@@ -47,7 +47,10 @@ fn fix_checksums(bytes: &mut [u8]) {
     }
     for e in (HEADER_LEN..table_end).step_by(ENTRY_LEN) {
         let (offset, len) = (le_u64(bytes, e + 8), le_u64(bytes, e + 16));
-        if let Some(end) = offset.checked_add(len).filter(|&end| end <= bytes.len() as u64) {
+        if let Some(end) = offset
+            .checked_add(len)
+            .filter(|&end| end <= bytes.len() as u64)
+        {
             let sum = xxh3_64(&bytes[offset as usize..end as usize]);
             bytes[e + 24..e + 32].copy_from_slice(&sum.to_le_bytes());
         }

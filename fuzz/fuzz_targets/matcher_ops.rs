@@ -67,7 +67,11 @@ fn check_mask(m: &Matcher, s: &Snapshot) {
         assert!(s.mask.iter().all(|&w| w == 0), "a finished matcher's mask");
         return;
     }
-    assert_eq!(in_mask(&s.mask, eos), s.accepting, "EOS in the mask vs is_accepting");
+    assert_eq!(
+        in_mask(&s.mask, eos),
+        s.accepting,
+        "EOS in the mask vs is_accepting"
+    );
     let mut probe = m.clone();
     probe.set_max_rollback(1);
     for t in (0..vocab_len).filter(|&t| t != eos) {
@@ -81,7 +85,11 @@ fn check_mask(m: &Matcher, s: &Snapshot) {
             Err(e) => assert!(!allowed, "token {t} is in the mask but commit says {e}"),
         }
     }
-    assert_eq!(snapshot(&mut probe), *s, "probing the mask changed the copy");
+    assert_eq!(
+        snapshot(&mut probe),
+        *s,
+        "probing the mask changed the copy"
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -98,8 +106,8 @@ fuzz_target!(|data: &[u8]| {
         let before = snapshot(&mut m);
         match input.byte() % 10 {
             0 | 1 => {
-                let t = u32::from(u16::from_le_bytes([input.byte(), input.byte()]))
-                    % (vocab_len + 4);
+                let t =
+                    u32::from(u16::from_le_bytes([input.byte(), input.byte()])) % (vocab_len + 4);
                 match m.commit(t) {
                     Ok(()) => {
                         assert!(
@@ -113,7 +121,11 @@ fuzz_target!(|data: &[u8]| {
                             !in_mask(&before.mask, t) || matches!(e, MatchError::WorkLimit { .. }),
                             "token {t} is in the mask but commit says {e}"
                         );
-                        assert_eq!(snapshot(&mut m), before, "a refused commit ({e}) changed the matcher");
+                        assert_eq!(
+                            snapshot(&mut m),
+                            before,
+                            "a refused commit ({e}) changed the matcher"
+                        );
                     }
                 }
             }
@@ -121,10 +133,17 @@ fuzz_target!(|data: &[u8]| {
                 let n = input.byte() as usize % 6;
                 let bytes = input.bytes(n);
                 let accepted = m.accepts_bytes(&bytes) && !before.finished;
-                assert_eq!(snapshot(&mut m), before, "accepts_bytes changed the matcher");
+                assert_eq!(
+                    snapshot(&mut m),
+                    before,
+                    "accepts_bytes changed the matcher"
+                );
                 match m.commit_bytes(&bytes) {
                     Ok(()) => {
-                        assert!(accepted, "commit_bytes({bytes:?}) after accepts_bytes said no");
+                        assert!(
+                            accepted,
+                            "commit_bytes({bytes:?}) after accepts_bytes said no"
+                        );
                         history.push(before);
                     }
                     Err(e) => {
@@ -132,7 +151,11 @@ fuzz_target!(|data: &[u8]| {
                             !accepted || matches!(e, MatchError::WorkLimit { .. }),
                             "accepts_bytes({bytes:?}) said yes, commit_bytes says {e}"
                         );
-                        assert_eq!(snapshot(&mut m), before, "a refused commit_bytes ({e}) changed the matcher");
+                        assert_eq!(
+                            snapshot(&mut m),
+                            before,
+                            "a refused commit_bytes ({e}) changed the matcher"
+                        );
                     }
                 }
             }
@@ -140,15 +163,27 @@ fuzz_target!(|data: &[u8]| {
                 let n = input.byte() as usize % 8;
                 match m.rollback(n) {
                     Ok(()) => {
-                        assert!(n <= history.len(), "rolled back {n} of {} commits", history.len());
+                        assert!(
+                            n <= history.len(),
+                            "rolled back {n} of {} commits",
+                            history.len()
+                        );
                         let target = history.split_off(history.len() - n);
                         if let Some(expected) = target.into_iter().next() {
-                            assert_eq!(snapshot(&mut m), expected, "rollback({n}) did not restore the state");
+                            assert_eq!(
+                                snapshot(&mut m),
+                                expected,
+                                "rollback({n}) did not restore the state"
+                            );
                         }
                     }
                     Err(e) => {
                         assert!(n > m.rollback_available(), "rollback({n}) refused: {e}");
-                        assert_eq!(snapshot(&mut m), before, "a refused rollback ({e}) changed the matcher");
+                        assert_eq!(
+                            snapshot(&mut m),
+                            before,
+                            "a refused rollback ({e}) changed the matcher"
+                        );
                     }
                 }
             }
@@ -156,7 +191,11 @@ fuzz_target!(|data: &[u8]| {
             5 => {
                 let copy = m.clone();
                 let mut original = std::mem::replace(&mut m, copy);
-                assert_eq!(snapshot(&mut m), before, "a clone differs from its original");
+                assert_eq!(
+                    snapshot(&mut m),
+                    before,
+                    "a clone differs from its original"
+                );
                 assert_eq!(m.rollback_available(), original.rollback_available());
                 // Keep going on either one: the other must not matter.
                 if input.byte() & 1 == 0 {
@@ -184,7 +223,11 @@ fuzz_target!(|data: &[u8]| {
                 let n = input.byte() as usize % 6;
                 let bytes = input.bytes(n);
                 let accepted = m.accepts_bytes(&bytes) && !before.finished;
-                assert_eq!(snapshot(&mut m), before, "accepts_bytes changed the matcher");
+                assert_eq!(
+                    snapshot(&mut m),
+                    before,
+                    "accepts_bytes changed the matcher"
+                );
                 let mut copy = m.clone();
                 let committed = copy.commit_bytes(&bytes);
                 assert!(
