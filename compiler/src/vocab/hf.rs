@@ -421,13 +421,25 @@ pub(super) fn load(path: &Path, name: &str) -> Result<Loaded, VocabError> {
         path: path.clone(),
         source,
     })?;
-    let root: Value = serde_json::from_slice(&data).map_err(|e| VocabError::Malformed {
+    from_json_bytes(&data, path, name)
+}
+
+/// Loads the contents of a `tokenizer.json` held in memory; `path` names it in errors.
+/// (The fuzz target `tokenizer_json` calls this on arbitrary bytes.)
+pub(super) fn from_json_bytes(
+    data: &[u8],
+    path: PathBuf,
+    name: &str,
+) -> Result<Loaded, VocabError> {
+    let root: Value = serde_json::from_slice(data).map_err(|e| VocabError::Malformed {
         path: path.clone(),
         message: e.to_string(),
     })?;
     let (vocab, added) = vocabulary(&root, &path, name)?;
-    let mut tokenizer =
-        tokenizers::Tokenizer::from_bytes(&data).map_err(|source| VocabError::HfLoad {
+    // The library panics on some files it should refuse: a panic is an error too.
+    let mut tokenizer = super::library_call(|| tokenizers::Tokenizer::from_bytes(data))
+        .unwrap_or_else(|panic| Err(format!("the library panicked: {panic}").into()))
+        .map_err(|source| VocabError::HfLoad {
             path: path.clone(),
             source,
         })?;
@@ -454,8 +466,8 @@ pub(super) fn load(path: &Path, name: &str) -> Result<Loaded, VocabError> {
         }
     }
 
-    let ids = tokenizer
-        .encode_fast(PROBE, false)
+    let ids = super::library_call(|| tokenizer.encode_fast(PROBE, false))
+        .unwrap_or_else(|panic| Err(format!("the library panicked: {panic}").into()))
         .map_err(|e| VocabError::HfLoad {
             path: path.clone(),
             source: e,
@@ -766,6 +778,22 @@ mod tests {
         assert_eq!(t.decode(&ids), b"x<tool> t");
         // Special text stays text, even when the special is also a model token.
         assert!(!t.encode(b"</s>").unwrap().contains(&261));
+    }
+
+    /// Found by the `tokenizer_json` fuzz target: tokenizers 0.23.2 sizes its merge
+    /// buffer by the longest vocabulary entry and panics (slice index out of range) on a
+    /// merge whose result is longer; loading must end in an error, not that panic.
+    #[test]
+    fn bpe_merge_longer_than_every_token_is_an_error_not_a_panic() {
+        let json = synthetic(EOS, "", BYTE_LEVEL).replace(r#"[["Ġ","t"]]"#, r#"[["Ġt","Ġt"]]"#);
+        assert!(json.contains(r#"[["Ġt","Ġt"]]"#));
+        let loaded = super::super::load_hf_json(json.as_bytes(), Path::new("merge.json"), "hf:m");
+        match loaded {
+            Err(e @ VocabError::HfLoad { .. }) => {
+                assert!(e.to_string().contains("panicked"), "{e}")
+            }
+            other => panic!("expected HfLoad, got {:?}", other.map(|t| t.vocab.len())),
+        }
     }
 
     #[test]

@@ -85,14 +85,45 @@ pub fn load_tokenizer(spec: &str) -> Result<Tokenizer, VocabError> {
         });
     }
     if let Some(path) = spec.strip_prefix("hf:") {
-        let loaded = hf::load(std::path::Path::new(path), spec)?;
-        return Ok(Tokenizer {
-            vocab: loaded.vocab,
-            encoder: Encoder::Hf(Box::new(loaded.tokenizer)),
-            dummy_prefix: loaded.dummy_prefix,
-        });
+        return Ok(hf_tokenizer(hf::load(std::path::Path::new(path), spec)?));
     }
     Err(VocabError::UnknownSpec(spec.to_string()))
+}
+
+/// Runs a call into a tokenizer library, turning a panic of the library into its
+/// message: bad input must end in an error, and the libraries panic on some (the
+/// `tokenizers` crate on a BPE merge longer than every vocabulary entry, found by the
+/// `tokenizer_json` fuzz target).
+pub(crate) fn library_call<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
+        p.downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the tokenizer library panicked".to_string())
+    })
+}
+
+/// Loads a Hugging Face `tokenizer.json` from its contents, as `hf:PATH` does from the
+/// file; `path` names it in errors and `name` becomes the vocabulary's name. For
+/// callers that hold the file in memory (the `tokenizer_json` fuzz target).
+pub fn load_hf_json(
+    data: &[u8],
+    path: &std::path::Path,
+    name: &str,
+) -> Result<Tokenizer, VocabError> {
+    Ok(hf_tokenizer(hf::from_json_bytes(
+        data,
+        path.to_path_buf(),
+        name,
+    )?))
+}
+
+fn hf_tokenizer(loaded: hf::Loaded) -> Tokenizer {
+    Tokenizer {
+        vocab: loaded.vocab,
+        encoder: Encoder::Hf(Box::new(loaded.tokenizer)),
+        dummy_prefix: loaded.dummy_prefix,
+    }
 }
 
 impl Tokenizer {
@@ -126,14 +157,7 @@ impl Tokenizer {
         };
         // The encoders keep no state a panic could leave half-updated (the tokenizers'
         // caches are rebuilt on demand), so going on after one is sound.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(encode)).unwrap_or_else(|p| {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "the tokenizer library panicked".to_string());
-            Err(VocabError::Encode(what))
-        })
+        library_call(encode).unwrap_or_else(|what| Err(VocabError::Encode(what)))
     }
 
     /// Tokens whose bytes are exactly `text`: [`Tokenizer::encode`], without the
