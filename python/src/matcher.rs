@@ -27,15 +27,12 @@ pub struct Matcher {
     // method takes `&mut self` (PyO3's borrow flag makes that exclusive), so the mutex
     // is reached with `get_mut` and never locked.
     inner: Mutex<Session>,
-    /// The rollback window while [`Matcher::commit_prefix`] has widened it.
-    saved_window: Option<usize>,
 }
 
 impl Matcher {
     fn from_session(s: Session) -> Self {
         Matcher {
             inner: Mutex::new(s),
-            saved_window: None,
         }
     }
 
@@ -61,40 +58,31 @@ impl Matcher {
     }
 
     /// Commits `tokens` in order until the first rejection; returns how many were
-    /// committed, and the error if an id outside the vocabulary stopped it. The caller
-    /// decides whether to keep them.
+    /// committed, and the error if an id outside the vocabulary stopped it. They stay
+    /// committed only if `keep_all` and every one was accepted; otherwise they are
+    /// undone and the matcher is as before.
     ///
-    /// The rollback window is widened to `tokens.len()` meanwhile, so that the caller
-    /// can undo them all; [`Matcher::undo`] or [`Matcher::keep`] restores it.
-    fn commit_prefix(&mut self, tokens: &[u32]) -> (usize, PyResult<()>) {
+    /// The rollback window is widened to `tokens.len()` meanwhile (so the undo cannot
+    /// fail) and restored afterwards (it takes effect at the next commit).
+    fn commit_prefix(&mut self, tokens: &[u32], keep_all: bool) -> (usize, PyResult<()>) {
         let window = self.session().max_rollback();
-        self.saved_window = Some(window);
         self.session().set_max_rollback(window.max(tokens.len()));
+        let mut result = (tokens.len(), Ok(()));
         for (i, &t) in tokens.iter().enumerate() {
             match self.commit(t) {
-                Ok(true) => {}
-                Ok(false) => return (i, Ok(())),
-                Err(e) => return (i, Err(e)),
+                Ok(true) => continue,
+                Ok(false) => result = (i, Ok(())),
+                Err(e) => result = (i, Err(e)),
             }
+            break;
         }
-        (tokens.len(), Ok(()))
-    }
-
-    /// Undoes the `n` commits [`Matcher::commit_prefix`] just made (cannot fail: its
-    /// widened window covers them) and restores the window.
-    fn undo(&mut self, n: usize) {
-        self.session()
-            .rollback(n)
-            .expect("rolling back commits just made");
-        self.keep();
-    }
-
-    /// Keeps what [`Matcher::commit_prefix`] committed and restores the window (which
-    /// takes effect at the next commit).
-    fn keep(&mut self) {
-        if let Some(window) = self.saved_window.take() {
-            self.session().set_max_rollback(window);
+        if !(keep_all && result.0 == tokens.len()) {
+            self.session()
+                .rollback(result.0)
+                .expect("rolling back commits just made, within the widened window");
         }
+        self.session().set_max_rollback(window);
+        result
     }
 }
 
@@ -133,12 +121,7 @@ impl Matcher {
     /// Commits all of `ids` or none: returns `False` and changes nothing if any is
     /// rejected.
     fn accept_tokens(&mut self, ids: Vec<u32>) -> PyResult<bool> {
-        let (n, status) = self.commit_prefix(&ids);
-        if n < ids.len() {
-            self.undo(n);
-        } else {
-            self.keep();
-        }
+        let (n, status) = self.commit_prefix(&ids, true);
         status.map(|()| n == ids.len())
     }
 
@@ -155,8 +138,7 @@ impl Matcher {
     /// How many of `ids`, from the first, would be accepted in a row (speculative
     /// decoding); the matcher is unchanged afterwards.
     fn validate_tokens(&mut self, ids: Vec<u32>) -> PyResult<usize> {
-        let (n, status) = self.commit_prefix(&ids);
-        self.undo(n);
+        let (n, status) = self.commit_prefix(&ids, false);
         status.map(|()| n)
     }
 

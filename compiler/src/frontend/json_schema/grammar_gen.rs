@@ -397,8 +397,7 @@ impl<'a> Generator<'a> {
         if let Some(values) = enum_values(m) {
             // A full validator decides every keyword beside a list; where it cannot
             // build the schema, only what `instance_ok` decides is allowed.
-            let verdicts: Vec<Option<bool>> =
-                values.iter().map(|v| self.listed.accepts(m, v)).collect();
+            let verdicts = self.listed.verdicts(m, &values);
             if verdicts.iter().any(Option::is_none) {
                 self.check_enum_siblings(m, ptr)?;
             }

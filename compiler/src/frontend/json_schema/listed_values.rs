@@ -63,21 +63,28 @@ impl<'a> ListedValues<'a> {
         }
     }
 
-    /// Whether `value` validates against the schema `m` (formats asserted, as the
-    /// grammar asserts them), or `None` if the library cannot build the schema.
-    pub fn accepts(&mut self, m: &Map<String, Value>, value: &Value) -> Option<bool> {
-        let registry = self.registry.as_ref()?;
-        let key = serde_json::to_string(m).expect("a JSON value serializes");
-        let draft = self.draft;
-        let validator = self.validators.entry(key).or_insert_with(|| {
-            jsonschema::options()
-                .with_draft(draft)
-                .with_registry(registry)
-                .should_validate_formats(true)
-                .build(&rooted(&Value::Object(m.clone())))
-                .ok()
+    /// Per value: whether it validates against the schema `m` (formats asserted, as
+    /// the grammar asserts them); `None` for each if the library cannot build `m`.
+    pub fn verdicts(&mut self, m: &Map<String, Value>, values: &[Value]) -> Vec<Option<bool>> {
+        let validator = self.registry.as_ref().and_then(|registry| {
+            let key = serde_json::to_string(m).expect("a JSON value serializes");
+            let draft = self.draft;
+            self.validators
+                .entry(key)
+                .or_insert_with(|| {
+                    jsonschema::options()
+                        .with_draft(draft)
+                        .with_registry(registry)
+                        .should_validate_formats(true)
+                        .build(&rooted(&Value::Object(m.clone())))
+                        .ok()
+                })
+                .as_ref()
         });
-        validator.as_ref().map(|v| v.is_valid(value))
+        values
+            .iter()
+            .map(|v| validator.map(|x| x.is_valid(v)))
+            .collect()
     }
 }
 
@@ -128,12 +135,7 @@ mod tests {
             "not": {"oneOf": [{"const": 3}, {"type": "string"}]},
             "uniqueItems": true
         }));
-        let verdicts: Vec<_> = m["enum"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| lv.accepts(&m, v))
-            .collect();
+        let verdicts = lv.verdicts(&m, m["enum"].as_array().unwrap());
         assert_eq!(
             verdicts,
             [Some(true), Some(false), Some(false), Some(false)]
@@ -145,9 +147,11 @@ mod tests {
         let root = json!({});
         let mut lv = ListedValues::new(&root, Draft::Draft7);
         let m = map(json!({"format": "email"}));
-        assert_eq!(lv.accepts(&m, &json!("a@b.org")), Some(true));
-        assert_eq!(lv.accepts(&m, &json!("not an email")), Some(false));
+        assert_eq!(
+            lv.verdicts(&m, &[json!("a@b.org"), json!("not an email")]),
+            [Some(true), Some(false)]
+        );
         let remote = map(json!({"$ref": "https://example.com/elsewhere.json"}));
-        assert_eq!(lv.accepts(&remote, &json!(1)), None);
+        assert_eq!(lv.verdicts(&remote, &[json!(1)]), [None]);
     }
 }
