@@ -17,7 +17,7 @@
 //! O(nesting depth + window) whatever the length of the input.
 
 use super::gss::{Edge, Gss, Node, NONE};
-use super::{GlrState, Mark};
+use super::GlrState;
 
 /// Arena entries below which forgetting is not worth a rebuild.
 const MIN_REBUILD_ENTRIES: usize = 2048;
@@ -95,15 +95,11 @@ impl GlrState {
 
     /// Drops local positions before `k` (0 < k ≤ bytes poppable).
     fn rebuild_from(&mut self, k: usize) {
-        let w = match self.marks.get(k) {
-            Some(&m) => m,
-            None => Mark {
-                nodes: self.gss.nodes.len() as u32,
-                edges: self.gss.edges.len() as u32,
-                heads: self.heads.len() as u32,
-                groups: self.groups.len() as u32,
-            },
-        };
+        let w = self
+            .marks
+            .get(k)
+            .copied()
+            .unwrap_or_else(|| self.arena_lengths());
         let g0 = self.frames[k] as usize;
         let h = &mut self.history;
 

@@ -190,6 +190,16 @@ impl GlrState {
         self.gss.nodes.len()
     }
 
+    /// The arena lengths now: the mark of the next byte.
+    fn arena_lengths(&self) -> Mark {
+        Mark {
+            nodes: self.gss.nodes.len() as u32,
+            edges: self.gss.edges.len() as u32,
+            heads: self.heads.len() as u32,
+            groups: self.groups.len() as u32,
+        }
+    }
+
     fn frame(&self, p: usize) -> std::ops::Range<usize> {
         self.frames[p] as usize..self.frames[p + 1] as usize
     }
@@ -198,12 +208,7 @@ impl GlrState {
     /// `false` and changes nothing. `tables` are the ones the state was created with.
     pub fn push_byte(&mut self, tables: &TablesRef<'_>, b: u8) -> bool {
         let p = self.marks.len();
-        let mark = Mark {
-            nodes: self.gss.nodes.len() as u32,
-            edges: self.gss.edges.len() as u32,
-            heads: self.heads.len() as u32,
-            groups: self.groups.len() as u32,
-        };
+        let mark = self.arena_lengths();
 
         // 1. The frontier at p: the heads after every lexeme that b lets end here. All
         //    lexemes of one terminal from one origin end in a single GLR step, so nodes
