@@ -204,16 +204,25 @@ struct ChunkStore {
 
 impl ChunkStore {
     /// The chunk ids of the dense mask words `dense`: the nonzero part of each
-    /// aligned window that has one, in order.
+    /// aligned window that has one, widened to whole blocks of
+    /// [`ParserDwa::BLOCK_WORDS`] (the mask's end excepted), in order.
     fn intern(&mut self, dense: &[u32]) -> Vec<u32> {
         let window = ParserDwa::CHUNK_WORDS as usize;
+        let block = ParserDwa::BLOCK_WORDS as usize;
         let mut out = Vec::new();
         for (w, words) in dense.chunks(window).enumerate() {
             let Some(first) = words.iter().position(|&x| x != 0) else {
                 continue;
             };
             let last = words.iter().rposition(|&x| x != 0).expect("a nonzero word");
-            let key = ((w * window + first) as u32, words[first..=last].to_vec());
+            let (first, end) = (
+                first / block * block,
+                (last + 1)
+                    .div_ceil(block)
+                    .saturating_mul(block)
+                    .min(words.len()),
+            );
+            let key = ((w * window + first) as u32, words[first..end].to_vec());
             let next = self.chunks.len() as u32;
             let id = *self.ids.entry(key).or_insert_with_key(|key| {
                 self.chunks.push(key.clone());
@@ -422,6 +431,7 @@ pub fn build_parser_dwa(
         }
     }
     out.start.push(starts[&Boundary::Initial]);
+    join_adjacent_chunks(&mut out);
     let t = std::time::Instant::now();
     let before = out.default_target.len();
     let removed = crate::minimize::minimize(&mut out, deadline)?;
@@ -433,6 +443,49 @@ pub fn build_parser_dwa(
         );
     }
     Ok((out, stats))
+}
+
+/// Joins the chunks of each weight that lie end to end both in the mask and in the
+/// chunk words into one longer chunk (an entry of its own in the chunk table; the
+/// words are not copied). Chunks are cut per window so that weights can share them,
+/// but a dense token set whose windows are its own then costs one tight loop over
+/// its words instead of a table lookup and a loop per window: the per-chunk cost is
+/// most of OR-ing a token set that covers much of the vocabulary.
+fn join_adjacent_chunks(dwa: &mut ParserDwa) {
+    let old = std::mem::take(&mut dwa.chunk_table);
+    let entry = |c: u32| -> [u32; 3] { std::array::from_fn(|i| old[3 * c as usize + i]) };
+    let mut ids: FxHashMap<[u32; 3], u32> = FxHashMap::default();
+    let mut intern = |run: [u32; 3], table: &mut Vec<u32>| {
+        *ids.entry(run).or_insert_with(|| {
+            table.extend(run);
+            table.len() as u32 / 3 - 1
+        })
+    };
+    let mut chunks = Vec::with_capacity(dwa.weight_chunks.len());
+    let mut index = Vec::with_capacity(dwa.weight_index.len());
+    index.push(0);
+    for w in 0..dwa.num_weights() {
+        let list =
+            &dwa.weight_chunks[dwa.weight_index[w] as usize..dwa.weight_index[w + 1] as usize];
+        let mut run: Option<[u32; 3]> = None;
+        for &c in list {
+            let [start, len, offset] = entry(c);
+            run = match run {
+                Some([s, l, o]) if s + l == start && o + l == offset => Some([s, l + len, o]),
+                Some(done) => {
+                    chunks.push(intern(done, &mut dwa.chunk_table));
+                    Some([start, len, offset])
+                }
+                None => Some([start, len, offset]),
+            };
+        }
+        if let Some(done) = run {
+            chunks.push(intern(done, &mut dwa.chunk_table));
+        }
+        index.push(chunks.len() as u32);
+    }
+    dwa.weight_chunks = chunks;
+    dwa.weight_index = index;
 }
 
 /// What a ready thread does on one LR state read: the classes it proves valid and

@@ -17,10 +17,13 @@
 //! makes the most common outcome the default. A transition may lead to a *fork*
 //! ([`ParserDwa::FORK`]): several states that each read on. Weights are stored once,
 //! deduplicated, as lists of *chunks*: the nonzero part of one aligned window of
-//! [`ParserDwa::CHUNK_WORDS`] mask words, itself stored once however many weights
-//! contain it. Token sets of neighbouring states differ in few tokens, so most of
-//! their windows are shared (C × o200k: 85 MB of runs became ~8 MB); OR-ing a chunk
-//! is one contiguous, vectorized loop, and a sparse weight costs what it sets.
+//! [`ParserDwa::CHUNK_WORDS`] mask words (widened to whole 8-word blocks), itself
+//! stored once however many weights contain it. Token sets of neighbouring states
+//! differ in few tokens, so most of their windows are shared (C × o200k: 85 MB of
+//! runs became ~8 MB); OR-ing a chunk is one contiguous loop of 256-bit operations,
+//! and a sparse weight costs what it sets. A weight's chunks that lie end to end in
+//! the mask and in the stored words are joined into one, so a dense token set costs
+//! one loop, not one per window.
 //!
 //! [`ParserDwa`] owns the arrays (the compiler builds it; the artifact stores each one
 //! as its own aligned section); [`ParserDwaRef`] borrows them, from an owned value or
@@ -53,11 +56,14 @@ pub struct ParserDwa {
     /// Chunk ids of each weight, in increasing order of their start word, never
     /// overlapping.
     pub weight_chunks: Vec<u32>,
-    /// Per chunk, three `u32`: the mask word it starts at, its length in words
-    /// (1 to [`ParserDwa::CHUNK_WORDS`], within one aligned window of that many
-    /// words), and its offset in `chunk_words`.
+    /// Per chunk, three `u32`: the mask word it starts at, its length in words, and
+    /// its offset in `chunk_words`. Start and length are multiples of
+    /// [`ParserDwa::BLOCK_WORDS`], except that a chunk may end at the mask's end.
+    /// Chunks are cut per window of [`ParserDwa::CHUNK_WORDS`] words to be shared;
+    /// a weight's chunks that lie end to end in the mask and in `chunk_words` are
+    /// joined into one, which then spans several windows.
     pub chunk_table: Vec<u32>,
-    /// The words of every chunk; a chunk's first and last word are never 0.
+    /// The words of every chunk.
     pub chunk_words: Vec<u32>,
     /// States of fork `f`: `fork_states[fork_index[f]..fork_index[f + 1]]`.
     pub fork_index: Vec<u32>,
@@ -114,6 +120,11 @@ impl ParserDwa {
     /// Width in mask words of the aligned windows weights are cut into (2,048
     /// tokens): a window's words are stored once however many weights share them.
     pub const CHUNK_WORDS: u32 = 64;
+
+    /// Chunks start and end on aligned blocks of this many words (one 256-bit
+    /// vector), so the OR loop is whole vector operations with no per-word head or
+    /// tail: the per-chunk cost is what dominates OR-ing sparse token sets.
+    pub const BLOCK_WORDS: u32 = 8;
 
     /// Borrows the tables.
     pub fn view(&self) -> ParserDwaRef<'_> {
@@ -278,21 +289,19 @@ impl<'a> ParserDwaRef<'a> {
         let chunks = self.chunk_table.len() / 3;
         for c in 0..chunks {
             let [start, len, offset] = [0, 1, 2].map(|i| self.chunk_table[3 * c + i] as usize);
-            let window = ParserDwa::CHUNK_WORDS as usize;
+            let block = ParserDwa::BLOCK_WORDS as usize;
             if len == 0
-                || len > window
-                || start % window + len > window
-                || start + len > mask_words
+                || start.checked_add(len).is_none_or(|end| end > mask_words)
                 || offset
                     .checked_add(len)
                     .is_none_or(|end| end > self.chunk_words.len())
             {
-                return bad("chunk out of range, empty or across a window");
+                return bad("chunk out of range or empty");
+            }
+            if start % block != 0 || (len % block != 0 && start + len != mask_words) {
+                return bad("chunk not aligned to blocks");
             }
             let words = &self.chunk_words[offset..offset + len];
-            if words[0] == 0 || words[len - 1] == 0 {
-                return bad("chunk starts or ends with an empty word");
-            }
             // One pass over whole words (it vectorizes).
             if words
                 .iter()
@@ -362,6 +371,12 @@ impl<'a> ParserDwaRef<'a> {
             [self.weight_index[w as usize] as usize..self.weight_index[w as usize + 1] as usize]
     }
 
+    /// Number of chunks of weight `w`: a cheap measure of how many words it writes.
+    #[inline]
+    pub fn chunk_count(&self, w: u32) -> usize {
+        (self.weight_index[w as usize + 1] - self.weight_index[w as usize]) as usize
+    }
+
     /// ORs weight `w` into `mask` (which has at least the validated mask width).
     ///
     /// The OR of token sets is most of a mask's time, so on x86-64 CPUs with AVX2
@@ -369,46 +384,117 @@ impl<'a> ParserDwaRef<'a> {
     /// targets baseline x86-64, whose 128-bit loop is half as fast.
     #[inline]
     pub fn or_weight(&self, w: u32, mask: &mut [u32]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: `or_weight_avx2` only needs the CPU to support AVX2, which was
-            // just detected (std caches the answer, so the check is a load and a test).
-            unsafe { self.or_weight_avx2(w, mask) };
-            return;
-        }
-        self.or_weight_portable(w, mask);
+        self.write_weight(w, mask, Write::Or);
     }
 
-    /// [`ParserDwaRef::or_weight`] compiled for AVX2 (the same loop, vectorized wider).
+    /// Overwrites `mask` (at least the validated mask width) with weight `w`: every
+    /// word outside the weight's chunks is cleared. The first token set of a mask is
+    /// written this way, which saves clearing the 25 KB mask and reading it back.
+    #[inline]
+    pub fn copy_weight(&self, w: u32, mask: &mut [u32]) {
+        self.write_weight(w, mask, Write::Copy);
+    }
+
+    #[inline]
+    fn write_weight(&self, w: u32, mask: &mut [u32], how: Write) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: `write_weight_avx2` only needs the CPU to support AVX2, which was
+            // just detected (std caches the answer, so the check is a load and a test).
+            unsafe { self.write_weight_avx2(w, mask, how) };
+            return;
+        }
+        self.write_weight_portable(w, mask, how);
+    }
+
+    /// [`ParserDwaRef::write_weight_portable`] compiled for AVX2 (the same loops,
+    /// vectorized wider).
     ///
     /// # Safety
     ///
     /// The CPU must support AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn or_weight_avx2(&self, w: u32, mask: &mut [u32]) {
-        self.or_weight_portable(w, mask);
+    unsafe fn write_weight_avx2(&self, w: u32, mask: &mut [u32], how: Write) {
+        self.write_weight_portable(w, mask, how);
     }
 
-    /// The OR loop; inlined into each caller so each compiles it for its features.
+    /// The OR / copy loops; inlined into each caller so each compiles them for its
+    /// features.
     #[inline(always)]
-    fn or_weight_portable(&self, w: u32, mask: &mut [u32]) {
-        for &c in self.chunks_of(w) {
+    fn write_weight_portable(&self, w: u32, mask: &mut [u32], how: Write) {
+        let chunks = self.chunks_of(w);
+        // Chunks are shared between weights, so one weight's chunks lie scattered
+        // over the pool (megabytes for large grammars): each chunk's words are
+        // fetched ahead while the one before is being OR-ed, instead of waiting a
+        // cache miss per chunk.
+        let mut next_free = 0;
+        for (i, &c) in chunks.iter().enumerate() {
+            if let Some(&n) = chunks.get(i + 1) {
+                let offset = self.chunk_table[3 * n as usize + 2] as usize;
+                prefetch(self.chunk_words.as_ptr().wrapping_add(offset));
+            }
             let t = 3 * c as usize;
             let (start, len, offset) = (
                 self.chunk_table[t] as usize,
                 self.chunk_table[t + 1] as usize,
                 self.chunk_table[t + 2] as usize,
             );
-            // Zipping two equal-length slices lets the loop vectorize.
-            for (m, &x) in mask[start..start + len]
-                .iter_mut()
-                .zip(&self.chunk_words[offset..offset + len])
-            {
-                *m |= x;
+            let (dst, src) = (
+                &mut mask[start..start + len],
+                &self.chunk_words[offset..offset + len],
+            );
+            match how {
+                Write::Or => or_blocks(dst, src),
+                Write::Copy => {
+                    mask[next_free..start].fill(0);
+                    mask[start..start + len].copy_from_slice(src);
+                    next_free = start + len;
+                }
             }
         }
+        if how == Write::Copy {
+            mask[next_free..].fill(0);
+        }
     }
+}
+
+/// How [`ParserDwaRef::write_weight`] combines a weight with the mask.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Write {
+    Or,
+    Copy,
+}
+
+/// `dst |= src` over equal-length slices whose length is a whole number of blocks
+/// but for a mask's last chunk: fixed-width inner loops become one vector operation
+/// per block, with a word loop only for that last chunk's tail.
+#[inline(always)]
+fn or_blocks(dst: &mut [u32], src: &[u32]) {
+    const B: usize = ParserDwa::BLOCK_WORDS as usize;
+    let (mut d, mut s) = (dst.chunks_exact_mut(B), src.chunks_exact(B));
+    for (d, s) in (&mut d).zip(&mut s) {
+        for i in 0..B {
+            d[i] |= s[i];
+        }
+    }
+    for (d, s) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *d |= s;
+    }
+}
+
+/// Asks the CPU to start loading the cache line at `p`; a hint only, so any address
+/// is fine (nothing is dereferenced).
+#[inline(always)]
+fn prefetch(p: *const u32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever the
+    // address; SSE, which the intrinsic needs, is part of baseline x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]
@@ -428,8 +514,8 @@ mod tests {
             default_weight: vec![0, 0, 0],
             weight_index: vec![0, 0, 1],
             weight_chunks: vec![0],
-            chunk_table: vec![1, 1, 0],
-            chunk_words: vec![2],
+            chunk_table: vec![0, 2, 0],
+            chunk_words: vec![0, 2],
             fork_index: vec![0],
             fork_states: vec![],
         }
@@ -465,10 +551,10 @@ mod tests {
             ),
             (|t| t.chunk_table[0] = 2, "chunk out of range"),
             (|t| t.chunk_table[1] = 0, "chunk out of range"),
-            (|t| t.chunk_table[1] = 2, "chunk out of range"),
+            (|t| t.chunk_table[1] = 3, "chunk out of range"),
             (|t| t.chunk_table[2] = 1, "chunk out of range"),
             (|t| t.chunk_table.push(0), "triples"),
-            (|t| t.chunk_words[0] = 0, "empty word"),
+            (|t| t.chunk_table[1] = 1, "not aligned"),
             (|t| t.weight_chunks[0] = 1, "chunk id"),
             (
                 |t| {
@@ -497,19 +583,16 @@ mod tests {
             ),
             (
                 |t| {
-                    // A chunk crossing an aligned window.
-                    t.chunk_table = vec![63, 2, 0];
-                    t.chunk_words = vec![1, 1];
+                    t.chunk_table = vec![0, 2, 0];
+                    t.chunk_words = vec![1];
                 },
-                "across a window",
+                "out of range",
             ),
         ];
         for (edit, message) in cases {
             let mut t = small();
             edit(&mut t);
-            // The window case needs a mask past word 64; the others one of 2 words.
-            let width = if message == "across a window" { 66 } else { 2 };
-            let e = t.view().validate(1, 4, &vec![u32::MAX; width]).unwrap_err();
+            let e = t.view().validate(1, 4, &[u32::MAX; 2]).unwrap_err();
             assert!(e.contains(message), "{message:?} not in {e:?}");
         }
         let e = small().view().validate(1, 4, &[u32::MAX, !2]).unwrap_err();
@@ -530,23 +613,27 @@ mod tests {
         assert_eq!(v.step(2, 0), (0, 1));
     }
 
-    /// The AVX2 build of the OR (taken on CPUs that have it, as this test's likely
-    /// does) and the portable loop give the same words, for chunks of every length
-    /// 1..=64 at every offset in their window (so the wide loop's tails are covered).
+    /// The AVX2 build of the OR and copy (taken on CPUs that have it, as this test's
+    /// likely does) and the portable loops give the same words, for chunks of every
+    /// block count 1..=8 at several offsets in their window, and for a last chunk
+    /// that ends with the mask between two blocks (the word loop for the tail).
     #[test]
-    fn the_dispatched_or_equals_the_portable_loop() {
+    fn the_dispatched_or_and_copy_equal_the_portable_loops() {
         let (mut table, mut words, mut index, mut chunks) = (vec![], vec![], vec![0], vec![]);
         let mut x = 0x9e37_79b9u32;
-        for len in 1..=64u32 {
-            let start = (len * 7) % (65 - len) + 64 * (len % 3);
+        const WIDTH: usize = 197;
+        let shapes = (1..=8u32)
+            .map(|k| (8 * ((3 * k) % (9 - k)) + 64 * (k % 3), 8 * k))
+            .chain([(192, 5)]);
+        for (start, len) in shapes {
             table.extend([start, len, words.len() as u32]);
-            for i in 0..len {
+            for _ in 0..len {
                 x ^= x << 13;
                 x ^= x >> 17;
                 x ^= x << 5;
-                words.push(if i == 0 || i == len - 1 { x | 1 } else { x });
+                words.push(x | 1);
             }
-            chunks.push(len - 1);
+            chunks.push(chunks.len() as u32);
             index.push(chunks.len() as u32);
         }
         let t = ParserDwa {
@@ -557,25 +644,36 @@ mod tests {
             ..small()
         };
         let v = t.view();
-        for w in 1..=64 {
-            let (mut fast, mut portable) = (vec![0x0101_0101u32; 200], vec![0x0101_0101u32; 200]);
+        let before = vec![0x0101_0101u32; WIDTH];
+        for w in 1..=9 {
+            let (mut fast, mut portable) = (before.clone(), before.clone());
             v.or_weight(w, &mut fast);
-            v.or_weight_portable(w, &mut portable);
+            v.write_weight_portable(w, &mut portable, Write::Or);
             assert_eq!(fast, portable, "weight {w}");
-            assert_ne!(fast, vec![0x0101_0101u32; 200], "weight {w} wrote nothing");
+            assert_ne!(fast, before, "weight {w} wrote nothing");
+            // A copy is the OR into a cleared mask, whatever the mask held.
+            let mut copied = before.clone();
+            v.copy_weight(w, &mut copied);
+            let mut ored = vec![0; WIDTH];
+            v.write_weight_portable(w, &mut ored, Write::Or);
+            assert_eq!(copied, ored, "copy of weight {w}");
+            let mut portable_copy = before.clone();
+            v.write_weight_portable(w, &mut portable_copy, Write::Copy);
+            assert_eq!(portable_copy, ored, "portable copy of weight {w}");
         }
     }
 
     #[test]
     fn chunks_shared_by_weights_or_into_place() {
-        // Weight 1: words 1 and 64..66; weight 2: words 64..66 only (shared chunk).
+        // Weight 1: words 1 and 64..66; weight 2: words 64..66 only (shared chunk,
+        // which ends at the mask's end).
         let t = ParserDwa {
             weights: vec![2],
             default_weight: vec![0, 1, 0],
             weight_index: vec![0, 0, 2, 3],
             weight_chunks: vec![0, 1, 1],
-            chunk_table: vec![1, 1, 0, 64, 3, 1],
-            chunk_words: vec![2, 5, 0, 7],
+            chunk_table: vec![0, 8, 0, 64, 6, 8],
+            chunk_words: vec![0, 2, 0, 0, 0, 0, 0, 0, 5, 0, 7, 0, 0, 0],
             ..small()
         };
         let v = t.view();
@@ -586,5 +684,23 @@ mod tests {
         let mut mask = vec![0u32; 70];
         v.or_weight(2, &mut mask);
         assert_eq!((mask[1], mask[64], mask[66]), (0, 5, 7));
+    }
+
+    #[test]
+    fn a_joined_chunk_spans_windows() {
+        // One chunk of 16 words from word 56 to 71, across the window edge at 64.
+        let t = ParserDwa {
+            chunk_table: vec![56, 16, 0],
+            chunk_words: (1..=16).collect(),
+            ..small()
+        };
+        let v = t.view();
+        v.validate(1, 4, &[u32::MAX; 72]).unwrap();
+        let mut mask = vec![0u32; 72];
+        v.or_weight(1, &mut mask);
+        assert_eq!(&mask[56..], &(1..=16).collect::<Vec<u32>>()[..]);
+        assert!(mask[..56].iter().all(|&w| w == 0));
+        let e = v.validate(1, 4, &[u32::MAX; 70]).unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
     }
 }

@@ -94,10 +94,19 @@ impl Matcher {
     ///
     /// `max_step_work` bounds the parsing work one byte may take (GSS edges looked at;
     /// default 20 million): a commit past it raises `WorkLimitError` and changes nothing.
-    #[pyo3(signature = (grammar, max_rollback = stackmask_runtime::DEFAULT_MAX_ROLLBACK, max_step_work = None))]
-    fn new(grammar: &Grammar, max_rollback: Option<usize>, max_step_work: Option<u64>) -> Self {
+    ///
+    /// `mask_cache` is how many recent masks are kept to be copied instead of recomputed
+    /// (one mask of memory each, 25 KB for a 200k vocabulary; 0: none).
+    #[pyo3(signature = (grammar, max_rollback = stackmask_runtime::DEFAULT_MAX_ROLLBACK, max_step_work = None, mask_cache = stackmask_runtime::glr::DEFAULT_MASK_CACHE_SLOTS))]
+    fn new(
+        grammar: &Grammar,
+        max_rollback: Option<usize>,
+        max_step_work: Option<u64>,
+        mask_cache: usize,
+    ) -> Self {
         let mut s = Session::new(grammar.engine.clone());
         s.set_max_rollback(max_rollback.unwrap_or(usize::MAX));
+        s.set_mask_cache_slots(mask_cache);
         if let Some(work) = max_step_work {
             s.set_max_step_work(work);
         }
@@ -108,6 +117,12 @@ impl Matcher {
     #[getter]
     fn max_rollback(&mut self) -> Option<usize> {
         Some(self.session().max_rollback()).filter(|&w| w != usize::MAX)
+    }
+
+    /// How many recent masks are kept to be copied instead of recomputed.
+    #[getter]
+    fn mask_cache(&mut self) -> usize {
+        self.session().mask_cache_slots()
     }
 
     /// Commits token `id`. Returns `False` (and changes nothing) if the grammar does not

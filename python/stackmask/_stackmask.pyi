@@ -179,14 +179,22 @@ class Matcher:
     """One decoding session over a :class:`Grammar`."""
 
     def __init__(
-        self, grammar: Grammar, max_rollback: Optional[int] = 32, max_step_work: Optional[int] = None
+        self,
+        grammar: Grammar,
+        max_rollback: Optional[int] = 32,
+        max_step_work: Optional[int] = None,
+        mask_cache: int = 8,
     ) -> None:
         """A matcher that can roll back its last ``max_rollback`` commits (``None``: all);
         a commit needing more than ``max_step_work`` parsing work for one byte raises
-        :class:`WorkLimitError`."""
+        :class:`WorkLimitError`; the last ``mask_cache`` distinct masks are kept and
+        copied when they come again (one mask of memory each; 0: none)."""
     @property
     def max_rollback(self) -> Optional[int]:
         """How many of the last commits :meth:`rollback` can undo (``None``: unlimited)."""
+    @property
+    def mask_cache(self) -> int:
+        """How many recent masks are kept to be copied instead of recomputed."""
     def accept_token(self, id: int) -> bool:
         """Commits a token; ``False`` (state unchanged) if rejected."""
     def accept_tokens(self, ids: Sequence[int]) -> bool:

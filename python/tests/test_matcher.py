@@ -211,3 +211,24 @@ def test_work_limit_is_a_named_error(expr_grammar):
     assert m.bytes_consumed == 0
     unlimited = stackmask.Matcher(expr_grammar, max_step_work=2**63)
     assert unlimited.accept_bytes(b"1+1+" * 400 + b"1")
+
+
+def test_mask_cache_gives_the_masks_computed_afresh(json_grammar, o200k):
+    """A matcher that copies recent masks (default) and one that recomputes every mask
+    (mask_cache=0) give equal masks at every step of a document with repeated
+    contexts, and copies keep their setting."""
+    text = '{"a": ["x", "y", "z"], "b": {"c": [1, 2, 3], "d": "e"}, "f": [true, false, null]}'
+    tokens = o200k.encode(text)
+    v = json_grammar.vocab_size
+    cached = stackmask.Matcher(json_grammar)
+    assert cached.mask_cache == 8
+    plain = stackmask.Matcher(json_grammar, mask_cache=0)
+    assert plain.mask_cache == 0 and plain.copy().mask_cache == 0
+    one = stackmask.Matcher(json_grammar, mask_cache=1)
+    bm = stackmask.allocate_token_bitmask(3, v)
+    for step, t in enumerate(tokens + [o200k.eos_id]):
+        cached.fill_next_token_bitmask(bm, 0)
+        plain.fill_next_token_bitmask(bm, 1)
+        one.fill_next_token_bitmask(bm, 2)
+        assert np.array_equal(bm[0], bm[1]) and np.array_equal(bm[2], bm[1]), f"step {step}"
+        assert cached.accept_token(t) and plain.accept_token(t) and one.accept_token(t)

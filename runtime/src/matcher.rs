@@ -63,6 +63,19 @@ impl Matcher {
         self.state.set_max_step_work(max);
     }
 
+    /// Sets how many recent masks the matcher keeps to copy instead of recomputing
+    /// ([`crate::glr::DEFAULT_MASK_CACHE_SLOTS`] unless set; 0 turns it off). Each
+    /// costs one mask of memory (25 KB for a 200k vocabulary); a hit turns a mask of
+    /// a hundred scattered token-set chunks into one copy. Masks are exact either way.
+    pub fn set_mask_cache_slots(&mut self, slots: usize) {
+        self.walk.cache.set_slots(slots);
+    }
+
+    /// How many recent masks the matcher keeps ([`Matcher::set_mask_cache_slots`]).
+    pub fn mask_cache_slots(&self) -> usize {
+        self.walk.cache.slots()
+    }
+
     /// Commits that [`Matcher::rollback`] can undo now.
     pub fn rollback_available(&self) -> usize {
         self.session.rollback_available()

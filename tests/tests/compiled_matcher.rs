@@ -651,6 +651,41 @@ fn reset_is_a_fresh_matcher() {
     }
 }
 
+/// Masks served from a matcher's cache of recent masks equal the masks computed
+/// afresh, with any number of slots (1 evicts at almost every distinct mask), at
+/// every step of real documents and after rollbacks that revisit earlier states.
+#[test]
+fn cached_masks_equal_computed_masks() {
+    let s = setup();
+    let mut rng = Rng(0xcac4e);
+    for slots in [0, 1, 3, stackmask_runtime::glr::DEFAULT_MASK_CACHE_SLOTS] {
+        for (name, _, tokens) in &s.docs {
+            let mut cached = Matcher::new(s.engine.clone());
+            cached.set_mask_cache_slots(slots);
+            assert_eq!(cached.mask_cache_slots(), slots);
+            let mut plain = Matcher::new(s.engine.clone());
+            plain.set_mask_cache_slots(0);
+            let mut step = 0;
+            while step < tokens.len() {
+                assert_eq!(
+                    mask_of(&mut cached),
+                    mask_of(&mut plain),
+                    "{name}, {slots} slots, step {step}"
+                );
+                cached.commit(tokens[step]).unwrap();
+                plain.commit(tokens[step]).unwrap();
+                step += 1;
+                if rng.below(8) == 0 && step > 2 {
+                    let back = 1 + rng.below(2);
+                    cached.rollback(back).unwrap();
+                    plain.rollback(back).unwrap();
+                    step -= back;
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Other grammars, bytes vocabulary.
 

@@ -1095,8 +1095,8 @@ fn crafted_cases() -> Vec<Case> {
                 t[last] = mask_words;
             })
         }),
-        case("weight chunk ending with an empty word", Invalid, |p| {
-            p.edit_u32s(CHUNK_WORDS, |w| *w.last_mut().unwrap() = 0)
+        case("weight chunk not aligned to blocks", Invalid, |p| {
+            p.edit_u32s(CHUNK_TABLE, |t| t[0] += 1)
         }),
         case("weight chunk past the chunk words", Invalid, |p| {
             p.edit_u32s(CHUNK_TABLE, |t| *t.last_mut().unwrap() += 1)

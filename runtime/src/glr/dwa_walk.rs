@@ -14,6 +14,7 @@
 //! stack from being walked once per path, while a plain stack costs no lookups.
 
 use super::gss::{Gss, NONE};
+use super::mask_cache::MaskCache;
 use super::GlrState;
 use rustc_hash::FxHashSet;
 use stackmask_formats::{ParserDwa, ParserDwaRef};
@@ -25,12 +26,16 @@ pub(crate) struct DwaWalk {
     /// Pairs already queued (FxHash: the keys are our own ids, and SipHash's
     /// DoS resistance costs more than the lookup it guards).
     seen: FxHashSet<u64>,
-    /// Per weight id: the walk that last OR-ed it. OR is idempotent, and forked
+    /// Per weight id: the walk that last collected it. OR is idempotent, and forked
     /// states and ambiguous stacks often yield the same (large) weight several
-    /// times in one walk: each is OR-ed once.
-    ored: Vec<u32>,
-    /// This walk's number in `ored` (never 0, so a fresh table marks nothing).
+    /// times in one walk: each is written once.
+    collected: Vec<u32>,
+    /// This walk's number in `collected` (never 0, so a fresh table marks nothing).
     walk: u32,
+    /// The distinct weights this walk yields, written into the mask after the walk.
+    weights: Vec<u32>,
+    /// Recent masks by the weights they are the union of.
+    pub cache: MaskCache,
 }
 
 impl DwaWalk {
@@ -41,15 +46,16 @@ impl DwaWalk {
     pub fn fill(&mut self, state: &GlrState, dwa: &ParserDwaRef<'_>, mask: &mut [u32]) -> bool {
         self.work.clear();
         self.seen.clear();
+        self.weights.clear();
         let weights = dwa.weight_index.len() - 1;
-        if self.ored.len() != weights {
+        if self.collected.len() != weights {
             // Sized once per engine (a matcher's first walk).
-            self.ored = vec![0; weights];
+            self.collected = vec![0; weights];
             self.walk = 0;
         }
         self.walk = self.walk.wrapping_add(1);
         if self.walk == 0 {
-            self.ored.fill(0);
+            self.collected.fill(0);
             self.walk = 1;
         }
         if state.at_start() {
@@ -71,16 +77,15 @@ impl DwaWalk {
                 }
             }
         }
-        mask.fill(0);
         let gss: &Gss = &state.gss;
         while let Some((mut node, mut d)) = self.work.pop() {
             // Down one path while it neither forks in the GSS nor in the automaton.
             loop {
                 let n = gss.nodes[node as usize];
                 let (next, w) = dwa.step(d, n.state);
-                if w != 0 && self.ored[w as usize] != self.walk {
-                    self.ored[w as usize] = self.walk;
-                    dwa.or_weight(w, mask);
+                if w != 0 && self.collected[w as usize] != self.walk {
+                    self.collected[w as usize] = self.walk;
+                    self.weights.push(w);
                 }
                 if next == ParserDwa::STOP || n.first_edge == NONE {
                     break;
@@ -120,6 +125,7 @@ impl DwaWalk {
                 break;
             }
         }
+        self.cache.write(dwa, &mut self.weights, mask);
         true
     }
 

@@ -22,9 +22,11 @@
 mod dwa_walk;
 mod gss;
 mod history;
+mod mask_cache;
 mod step;
 
 pub(crate) use dwa_walk::DwaWalk;
+pub use mask_cache::DEFAULT_MASK_CACHE_SLOTS;
 
 use gss::{Gss, Layered};
 use stackmask_formats::TablesRef;

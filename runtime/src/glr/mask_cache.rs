@@ -1,0 +1,119 @@
+//! The last few masks a matcher wrote, keyed by the token sets they are the union of.
+//!
+//! A mask is the union of the Parser DWA weights its walk reached, so two walks that
+//! reach the same weights write the same mask, whatever their stacks. Decoding
+//! revisits the same few situations over and over (inside a string, after a key,
+//! after an identifier in an expression), and a mask OR-ed from a hundred scattered
+//! chunks costs several times a plain 25 KB copy: a hit copies the stored mask
+//! instead. Cheap masks (few chunks) are not stored, since storing costs a copy too.
+//! Exact by construction: the key is the full sorted list of weight ids, compared
+//! element by element, never a hash alone.
+
+use stackmask_formats::ParserDwaRef;
+
+/// Masks kept per matcher when nothing else is set ([`MaskCache::set_slots`]).
+pub const DEFAULT_MASK_CACHE_SLOTS: usize = 8;
+
+/// Chunks below which OR-ing a mask costs about what copying a stored one does.
+const MIN_CHUNKS: usize = 64;
+
+/// A small least-recently-used set of masks; see the module docs.
+#[derive(Debug)]
+pub(crate) struct MaskCache {
+    slots: Vec<Slot>,
+    max_slots: usize,
+    clock: u64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    /// Sorted weight ids.
+    weights: Vec<u32>,
+    mask: Box<[u32]>,
+    used: u64,
+}
+
+impl Default for MaskCache {
+    fn default() -> Self {
+        MaskCache {
+            slots: Vec::new(),
+            max_slots: DEFAULT_MASK_CACHE_SLOTS,
+            clock: 0,
+        }
+    }
+}
+
+impl Clone for MaskCache {
+    /// A copy starts empty (it warms on its first masks): cloning a matcher must stay
+    /// cheap, and its masks are recomputed exactly either way.
+    fn clone(&self) -> Self {
+        MaskCache {
+            max_slots: self.max_slots,
+            ..MaskCache::default()
+        }
+    }
+}
+
+impl MaskCache {
+    /// Keeps at most `slots` masks (0 turns the cache off and frees it).
+    pub fn set_slots(&mut self, slots: usize) {
+        self.max_slots = slots;
+        self.slots.truncate(slots);
+    }
+
+    /// The number of masks kept at most.
+    pub fn slots(&self) -> usize {
+        self.max_slots
+    }
+
+    /// Writes the union of `weights` (distinct ids; reordered here) into `mask`, which
+    /// has the validated mask width.
+    pub fn write(&mut self, dwa: &ParserDwaRef<'_>, weights: &mut [u32], mask: &mut [u32]) {
+        let chunks: usize = weights.iter().map(|&w| dwa.chunk_count(w)).sum();
+        if chunks < MIN_CHUNKS || self.max_slots == 0 {
+            or_all(dwa, weights, mask);
+            return;
+        }
+        weights.sort_unstable();
+        self.clock += 1;
+        if let Some(slot) = self
+            .slots
+            .iter_mut()
+            .find(|s| s.weights == weights && s.mask.len() == mask.len())
+        {
+            slot.used = self.clock;
+            mask.copy_from_slice(&slot.mask);
+            return;
+        }
+        or_all(dwa, weights, mask);
+        let slot = if self.slots.len() < self.max_slots {
+            // Allocates while the cache warms up, never after.
+            self.slots.push(Slot {
+                weights: Vec::new(),
+                mask: vec![0; mask.len()].into_boxed_slice(),
+                used: 0,
+            });
+            self.slots.last_mut().expect("just pushed")
+        } else {
+            self.slots
+                .iter_mut()
+                .min_by_key(|s| s.used)
+                .expect("max_slots > 0 slots")
+        };
+        if slot.mask.len() != mask.len() {
+            slot.mask = vec![0; mask.len()].into_boxed_slice();
+        }
+        slot.weights.clear();
+        slot.weights.extend_from_slice(weights);
+        slot.mask.copy_from_slice(mask);
+        slot.used = self.clock;
+    }
+}
+
+/// `mask` = the union of `weights`.
+fn or_all(dwa: &ParserDwaRef<'_>, weights: &[u32], mask: &mut [u32]) {
+    mask.fill(0);
+    for &w in weights {
+        dwa.or_weight(w, mask);
+    }
+}
