@@ -2,7 +2,7 @@
 //! points of a document (with and without the matcher's mask cache), each weight of
 //! the Parser DWA OR-ed alone, and a plain 25 KB memset and memcpy beside them.
 //!
-//! `cargo run --release -p stackmask-benches --example mask_floor -- ARTIFACT DOCUMENT [--weights]`
+//! `cargo run --release -p stackmask-benches --example mask_floor -- ARTIFACT DOCUMENT [--weights] [--at BYTES]`
 
 use stackmask_runtime::{Engine, Matcher};
 use std::hint::black_box;
@@ -22,17 +22,21 @@ fn per_call_us(mut f: impl FnMut()) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, artifact, document, rest @ ..] = &args[..] else {
-        eprintln!("usage: mask_floor ARTIFACT DOCUMENT [--weights]");
+        eprintln!("usage: mask_floor ARTIFACT DOCUMENT [--weights] [--at BYTES]");
         std::process::exit(2);
     };
     let engine = Arc::new(Engine::load(artifact).expect("artifact"));
     let text = std::fs::read(document).expect("document");
     let words = engine.mask_words();
     let mut mask = vec![0u32; words];
+    let cuts = match rest.iter().position(|a| a == "--at") {
+        Some(i) => vec![rest[i + 1].parse().expect("--at BYTES")],
+        None => vec![text.len() / 3, text.len() / 2, 2 * text.len() / 3],
+    };
     for slots in [0, 8] {
         let mut m = Matcher::new(engine.clone());
         m.set_mask_cache_slots(slots);
-        for cut in [text.len() / 3, text.len() / 2, 2 * text.len() / 3] {
+        for &cut in &cuts {
             m.reset();
             m.commit_bytes(&text[..cut])
                 .expect("a prefix of the document");
