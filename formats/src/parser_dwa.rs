@@ -384,86 +384,43 @@ impl<'a> ParserDwaRef<'a> {
     /// targets baseline x86-64, whose 128-bit loop is half as fast.
     #[inline]
     pub fn or_weight(&self, w: u32, mask: &mut [u32]) {
-        self.write_weight(w, mask, Write::Or);
-    }
-
-    /// Overwrites `mask` (at least the validated mask width) with weight `w`: every
-    /// word outside the weight's chunks is cleared. The first token set of a mask is
-    /// written this way, which saves clearing the 25 KB mask and reading it back.
-    #[inline]
-    pub fn copy_weight(&self, w: u32, mask: &mut [u32]) {
-        self.write_weight(w, mask, Write::Copy);
-    }
-
-    #[inline]
-    fn write_weight(&self, w: u32, mask: &mut [u32], how: Write) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: `write_weight_avx2` only needs the CPU to support AVX2, which was
+            // SAFETY: `or_weight_avx2` only needs the CPU to support AVX2, which was
             // just detected (std caches the answer, so the check is a load and a test).
-            unsafe { self.write_weight_avx2(w, mask, how) };
+            unsafe { self.or_weight_avx2(w, mask) };
             return;
         }
-        self.write_weight_portable(w, mask, how);
+        self.or_weight_portable(w, mask);
     }
 
-    /// [`ParserDwaRef::write_weight_portable`] compiled for AVX2 (the same loops,
-    /// vectorized wider).
+    /// [`ParserDwaRef::or_weight`] compiled for AVX2 (the same loop, vectorized wider).
     ///
     /// # Safety
     ///
     /// The CPU must support AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn write_weight_avx2(&self, w: u32, mask: &mut [u32], how: Write) {
-        self.write_weight_portable(w, mask, how);
+    unsafe fn or_weight_avx2(&self, w: u32, mask: &mut [u32]) {
+        self.or_weight_portable(w, mask);
     }
 
-    /// The OR / copy loops; inlined into each caller so each compiles them for its
-    /// features.
+    /// The OR loop; inlined into each caller so each compiles it for its features.
     #[inline(always)]
-    fn write_weight_portable(&self, w: u32, mask: &mut [u32], how: Write) {
-        let chunks = self.chunks_of(w);
-        // Chunks are shared between weights, so one weight's chunks lie scattered
-        // over the pool (megabytes for large grammars): each chunk's words are
-        // fetched ahead while the one before is being OR-ed, instead of waiting a
-        // cache miss per chunk.
-        let mut next_free = 0;
-        for (i, &c) in chunks.iter().enumerate() {
-            if let Some(&n) = chunks.get(i + 1) {
-                let offset = self.chunk_table[3 * n as usize + 2] as usize;
-                prefetch(self.chunk_words.as_ptr().wrapping_add(offset));
-            }
+    fn or_weight_portable(&self, w: u32, mask: &mut [u32]) {
+        for &c in self.chunks_of(w) {
             let t = 3 * c as usize;
             let (start, len, offset) = (
                 self.chunk_table[t] as usize,
                 self.chunk_table[t + 1] as usize,
                 self.chunk_table[t + 2] as usize,
             );
-            let (dst, src) = (
+            or_blocks(
                 &mut mask[start..start + len],
                 &self.chunk_words[offset..offset + len],
             );
-            match how {
-                Write::Or => or_blocks(dst, src),
-                Write::Copy => {
-                    mask[next_free..start].fill(0);
-                    mask[start..start + len].copy_from_slice(src);
-                    next_free = start + len;
-                }
-            }
-        }
-        if how == Write::Copy {
-            mask[next_free..].fill(0);
         }
     }
-}
-
-/// How [`ParserDwaRef::write_weight`] combines a weight with the mask.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Write {
-    Or,
-    Copy,
 }
 
 /// `dst |= src` over equal-length slices whose length is a whole number of blocks
@@ -481,20 +438,6 @@ fn or_blocks(dst: &mut [u32], src: &[u32]) {
     for (d, s) in d.into_remainder().iter_mut().zip(s.remainder()) {
         *d |= s;
     }
-}
-
-/// Asks the CPU to start loading the cache line at `p`; a hint only, so any address
-/// is fine (nothing is dereferenced).
-#[inline(always)]
-fn prefetch(p: *const u32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever the
-    // address; SSE, which the intrinsic needs, is part of baseline x86-64.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[cfg(test)]
@@ -613,12 +556,12 @@ mod tests {
         assert_eq!(v.step(2, 0), (0, 1));
     }
 
-    /// The AVX2 build of the OR and copy (taken on CPUs that have it, as this test's
-    /// likely does) and the portable loops give the same words, for chunks of every
-    /// block count 1..=8 at several offsets in their window, and for a last chunk
-    /// that ends with the mask between two blocks (the word loop for the tail).
+    /// The AVX2 build of the OR (taken on CPUs that have it, as this test's likely
+    /// does) and the portable loop give the right words, for chunks of every block
+    /// count 1..=8 at several offsets in their window, and for a last chunk that ends
+    /// with the mask between two blocks (the word loop for the tail).
     #[test]
-    fn the_dispatched_or_and_copy_equal_the_portable_loops() {
+    fn the_dispatched_or_equals_the_portable_loop() {
         let (mut table, mut words, mut index, mut chunks) = (vec![], vec![], vec![0], vec![]);
         let mut x = 0x9e37_79b9u32;
         const WIDTH: usize = 197;
@@ -648,18 +591,20 @@ mod tests {
         for w in 1..=9 {
             let (mut fast, mut portable) = (before.clone(), before.clone());
             v.or_weight(w, &mut fast);
-            v.write_weight_portable(w, &mut portable, Write::Or);
+            v.or_weight_portable(w, &mut portable);
             assert_eq!(fast, portable, "weight {w}");
             assert_ne!(fast, before, "weight {w} wrote nothing");
-            // A copy is the OR into a cleared mask, whatever the mask held.
-            let mut copied = before.clone();
-            v.copy_weight(w, &mut copied);
-            let mut ored = vec![0; WIDTH];
-            v.write_weight_portable(w, &mut ored, Write::Or);
-            assert_eq!(copied, ored, "copy of weight {w}");
-            let mut portable_copy = before.clone();
-            v.write_weight_portable(w, &mut portable_copy, Write::Copy);
-            assert_eq!(portable_copy, ored, "portable copy of weight {w}");
+            // Each chunk's words land at its start, and nothing else changes.
+            let [start, len, offset] =
+                [0, 1, 2].map(|i| t.chunk_table[3 * (w as usize - 1) + i] as usize);
+            for (i, (&got, &was)) in fast.iter().zip(&before).enumerate() {
+                let want = if (start..start + len).contains(&i) {
+                    was | t.chunk_words[offset + i - start]
+                } else {
+                    was
+                };
+                assert_eq!(got, want, "weight {w}, word {i}");
+            }
         }
     }
 

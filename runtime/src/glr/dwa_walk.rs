@@ -2,10 +2,11 @@
 //!
 //! Every lexeme group in progress starts the automaton state of its lexer
 //! configuration at each of its heads; the walk then reads LR states down the GSS, as
-//! a worklist over `(GSS node, automaton state)` pairs, ORing each transition's token
-//! set into the mask and following a node's edges while the automaton state still
-//! has undecided tokens. No token trie, no reduce chain: a table lookup and a sparse
-//! OR per stack level read.
+//! a worklist over `(GSS node, automaton state)` pairs, collecting each transition's
+//! token set and following a node's edges while the automaton state still has
+//! undecided tokens. No token trie, no reduce chain: a table lookup per stack level
+//! read. The mask is the union of the distinct token sets collected, written once
+//! at the end — or copied, when a recent walk collected the same sets (`mask_cache`).
 //!
 //! Termination: a GSS can have cycles (ε-reductions add an edge back to a node of the
 //! same step), and a cycle always passes through a node with two or more edges —
