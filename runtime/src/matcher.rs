@@ -211,7 +211,7 @@ impl Clone for Matcher {
             engine: self.engine.clone(),
             state: self.state.clone(),
             session: self.session.clone(),
-            walk: DwaWalk::default(),
+            walk: self.walk.with_empty_buffers(),
         }
     }
 }

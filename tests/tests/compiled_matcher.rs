@@ -663,6 +663,7 @@ fn cached_masks_equal_computed_masks() {
             let mut cached = Matcher::new(s.engine.clone());
             cached.set_mask_cache_slots(slots);
             assert_eq!(cached.mask_cache_slots(), slots);
+            assert_eq!(cached.clone().mask_cache_slots(), slots, "a clone keeps it");
             let mut plain = Matcher::new(s.engine.clone());
             plain.set_mask_cache_slots(0);
             let mut step = 0;

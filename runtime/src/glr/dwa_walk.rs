@@ -40,6 +40,15 @@ pub(crate) struct DwaWalk {
 }
 
 impl DwaWalk {
+    /// A walk with the same settings (mask cache size) and empty buffers, for a
+    /// matcher's clone: buffers warm on the clone's first mask.
+    pub fn with_empty_buffers(&self) -> DwaWalk {
+        DwaWalk {
+            cache: self.cache.clone(),
+            ..DwaWalk::default()
+        }
+    }
+
     /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
     /// is cleared first and must have the Parser DWA's validated width. Returns
     /// `false`, with `mask` unspecified, if a group in progress is at a boundary the
