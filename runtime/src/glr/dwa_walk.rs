@@ -16,17 +16,16 @@
 
 use super::gss::{Gss, NONE};
 use super::mask_cache::MaskCache;
+use super::pair_set::PairSet;
 use super::GlrState;
-use rustc_hash::FxHashSet;
 use stackmask_formats::{ParserDwa, ParserDwaRef};
 
 /// Reusable buffers for the walk (a warm walk allocates nothing).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DwaWalk {
     work: Vec<(u32, u32)>,
-    /// Pairs already queued (FxHash: the keys are our own ids, and SipHash's
-    /// DoS resistance costs more than the lookup it guards).
-    seen: FxHashSet<u64>,
+    /// Pairs already queued.
+    seen: PairSet,
     /// Per weight id: the walk that last collected it. OR is idempotent, and forked
     /// states and ambiguous stacks often yield the same (large) weight several
     /// times in one walk: each is written once.
@@ -105,7 +104,7 @@ impl DwaWalk {
                     // One predecessor: a node with one edge is on no cycle (module docs).
                     let to = gss.nodes[first.to as usize];
                     if to.first_edge != NONE && gss.edges[to.first_edge as usize].next != NONE {
-                        if self.seen.insert(pair(first.to, next)) {
+                        if self.seen.insert(first.to, next) {
                             (node, d) = (first.to, next);
                             continue;
                         }
@@ -126,7 +125,7 @@ impl DwaWalk {
                 while e != NONE {
                     let edge = gss.edges[e as usize];
                     for &t in targets {
-                        if self.seen.insert(pair(edge.to, t)) {
+                        if self.seen.insert(edge.to, t) {
                             self.work.push((edge.to, t));
                         }
                     }
@@ -140,12 +139,8 @@ impl DwaWalk {
     }
 
     fn push_head(&mut self, node: u32, d: u32) {
-        if self.seen.insert(pair(node, d)) {
+        if self.seen.insert(node, d) {
             self.work.push((node, d));
         }
     }
-}
-
-fn pair(node: u32, d: u32) -> u64 {
-    (node as u64) << 32 | d as u64
 }

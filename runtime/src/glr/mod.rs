@@ -23,6 +23,7 @@ mod dwa_walk;
 mod gss;
 mod history;
 mod mask_cache;
+mod pair_set;
 mod step;
 
 pub(crate) use dwa_walk::DwaWalk;
