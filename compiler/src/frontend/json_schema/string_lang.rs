@@ -208,6 +208,82 @@ fn flatten(parts: Vec<Hir>) -> Vec<Hir> {
     out
 }
 
+/// Whether an unanchored pattern matches every string: it has no anchors and matches
+/// the empty string, so it matches at the start of any string.
+pub fn is_universal(pattern: &Hir) -> bool {
+    let p = pattern.properties();
+    p.look_set().is_empty() && p.minimum_len() == Some(0)
+}
+
+/// The strings of a language, if it is finite with at most `limit` of them (sorted).
+pub fn finite_strings(h: &Hir, limit: usize) -> Option<Vec<String>> {
+    let product = |a: &[String], b: &[String]| -> Option<Vec<String>> {
+        if a.len().saturating_mul(b.len()) > limit {
+            return None;
+        }
+        Some(
+            a.iter()
+                .flat_map(|x| b.iter().map(move |y| format!("{x}{y}")))
+                .collect(),
+        )
+    };
+    let mut out = match h.kind() {
+        HirKind::Empty => vec![String::new()],
+        HirKind::Literal(l) => vec![String::from_utf8(l.0.to_vec()).ok()?],
+        HirKind::Class(Class::Unicode(c)) => {
+            let mut out = Vec::new();
+            for r in c.ranges() {
+                for ch in r.start()..=r.end() {
+                    out.push(ch.to_string());
+                    if out.len() > limit {
+                        return None;
+                    }
+                }
+            }
+            out
+        }
+        HirKind::Class(Class::Bytes(_)) | HirKind::Look(_) => return None,
+        HirKind::Capture(c) => finite_strings(&c.sub, limit)?,
+        HirKind::Concat(v) => {
+            let mut acc = vec![String::new()];
+            for p in v {
+                acc = product(&acc, &finite_strings(p, limit)?)?;
+            }
+            acc
+        }
+        HirKind::Alternation(v) => {
+            let mut out = Vec::new();
+            for p in v {
+                out.extend(finite_strings(p, limit)?);
+                if out.len() > limit {
+                    return None;
+                }
+            }
+            out
+        }
+        HirKind::Repetition(r) => {
+            let sub = finite_strings(&r.sub, limit)?;
+            let max = r.max?;
+            let (mut out, mut cur) = (Vec::new(), vec![String::new()]);
+            for i in 0..=max {
+                if i >= r.min {
+                    out.extend(cur.iter().cloned());
+                }
+                if i < max {
+                    cur = product(&cur, &sub)?;
+                }
+                if out.len() > limit {
+                    return None;
+                }
+            }
+            out
+        }
+    };
+    out.sort();
+    out.dedup();
+    Some(out)
+}
+
 /// Every string except the given ones (a finite set of JSON object keys, say).
 pub fn none_of(words: &[String]) -> Hir {
     let mut keys: Vec<Vec<char>> = words.iter().map(|w| w.chars().collect()).collect();
@@ -390,6 +466,17 @@ mod tests {
         ] {
             assert_eq!(full(&t, &literal_text(s)), ok, "{s:?}");
         }
+    }
+
+    #[test]
+    fn universal_and_finite_patterns() {
+        let p = |re: &str| parse_chars(re).unwrap();
+        assert!(is_universal(&p(".*")) && is_universal(&p("a?")));
+        assert!(!is_universal(&p("^.*$")) && !is_universal(&p("a")));
+        let words = finite_strings(&unanchored(&p("^[a-c]x?$")), 16).unwrap();
+        assert_eq!(words, ["a", "ax", "b", "bx", "c", "cx"]);
+        assert!(finite_strings(&unanchored(&p("a")), 16).is_none());
+        assert!(finite_strings(&p("[a-z]{4}"), 1000).is_none());
     }
 
     #[test]
