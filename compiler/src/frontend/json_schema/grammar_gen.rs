@@ -26,6 +26,9 @@ type R<T> = Result<T, SchemaIssue>;
 pub const MAX_NONTERMINALS: usize = 200_000;
 /// Limit on counted positions of one array or object (`maxItems: 100000`).
 pub const MAX_COUNTED: u64 = 1024;
+/// Limit on the values of a `uniqueItems` array's item list (one nonterminal per
+/// subset used).
+pub const MAX_UNIQUE_DOMAIN: usize = 12;
 /// Limit on nested `allOf`/`$ref` inlining (a cycle through `allOf` never ends).
 const MAX_INLINE_DEPTH: usize = 64;
 
@@ -1058,10 +1061,15 @@ impl<'a> Generator<'a> {
             max = Some(max.map_or(p, |x| x.min(p)));
         }
         if m.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|x| x > 1) {
+            if prefix.is_empty() {
+                if let Some(domain) = self.finite_domain(&rest, &rest_ptr)? {
+                    return self.unique_array(nt, &domain, min, max, ptr);
+                }
+            }
             self.diags.unsupported(
                 &child(ptr, "uniqueItems"),
                 "uniqueItems",
-                "`uniqueItems: true` is supported only with `maxItems` ≤ 1",
+                format!("`uniqueItems: true` is supported only with `maxItems` ≤ 1 or items from a list of at most {MAX_UNIQUE_DOMAIN} scalar values"),
             )?;
         }
         if max.is_some_and(|x| x < min) {
@@ -1105,6 +1113,84 @@ impl<'a> Generator<'a> {
 
     /// `conditions`: which members the object may have together ([`presence`]), beside
     /// the ones its `dependencies`/`dependentRequired`/`dependentSchemas` add here.
+    /// The values a schema allows, if they are a list of at most [`MAX_UNIQUE_DOMAIN`]
+    /// scalars (`enum`/`const` decided by the validator), each once (`1` and `1.0` are
+    /// one value).
+    fn finite_domain(&mut self, schema: &Value, ptr: &str) -> R<Option<Vec<Value>>> {
+        let f = self.flatten(schema, ptr, 0)?;
+        if f.never {
+            return Ok(Some(Vec::new()));
+        }
+        let Some(values) = enum_values(&f.map).filter(|_| f.groups.is_empty()) else {
+            return Ok(None);
+        };
+        let types = allowed_types(&f.map, ptr)?;
+        let verdicts = self.listed.verdicts(&f.map, &values);
+        let mut out: Vec<Value> = Vec::new();
+        for (v, ok) in values.into_iter().zip(verdicts) {
+            let (Some(ok), false) = (ok, v.is_array() || v.is_object()) else {
+                return Ok(None);
+            };
+            let v = match v.as_f64() {
+                Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => json!(x as i64),
+                _ => v,
+            };
+            if ok && value_has_type(&v, &types) && !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        Ok((out.len() <= MAX_UNIQUE_DOMAIN).then_some(out))
+    }
+
+    /// `uniqueItems: true` over a finite list of values: one nonterminal per set of
+    /// values used so far (reachable sets only), so no value repeats.
+    fn unique_array(
+        &mut self,
+        nt: u32,
+        domain: &[Value],
+        min: u64,
+        max: Option<u64>,
+        ptr: &str,
+    ) -> R<()> {
+        let items: Vec<Vec<Symbol>> = domain.iter().map(|v| self.const_symbols(v)).collect();
+        let (open, close, comma) = (self.lit("["), self.lit("]"), self.lit(","));
+        let mut table: HashMap<u32, u32> = HashMap::new();
+        let start = self.new_nt(&format!("unique@{ptr}#0"))?;
+        table.insert(0, start);
+        let mut work = vec![0u32];
+        while let Some(set) = work.pop() {
+            let here = table[&set];
+            let n = u64::from(set.count_ones());
+            if n >= min {
+                self.rule(here, vec![]);
+            }
+            if max.is_some_and(|x| n >= x) {
+                continue;
+            }
+            for (i, item) in items.iter().enumerate() {
+                let next = set | (1 << i);
+                if next == set {
+                    continue;
+                }
+                let then = match table.get(&next) {
+                    Some(&x) => x,
+                    None => {
+                        let x = self.new_nt(&format!("unique@{ptr}#{next:b}"))?;
+                        table.insert(next, x);
+                        work.push(next);
+                        x
+                    }
+                };
+                let mut rhs = if n > 0 { vec![comma] } else { vec![] };
+                rhs.extend(item.iter().copied());
+                rhs.push(Symbol::Nonterminal(then));
+                self.rule(here, rhs);
+            }
+        }
+        self.rule(nt, vec![open, Symbol::Nonterminal(start), close]);
+        Ok(())
+    }
+
     fn object(
         &mut self,
         nt: u32,
@@ -1200,10 +1286,11 @@ impl<'a> Generator<'a> {
         let formula = self.dependency_conditions(m, ptr, conditions)?;
         let mut mentioned = Vec::new();
         formula.names(&mut mentioned);
-        for k in &mentioned {
-            if declared.contains(k) {
-                continue;
-            }
+        // Those slots come after the declared ones, sorted by name (the text form).
+        let mut undeclared: Vec<&String> =
+            mentioned.iter().filter(|k| !declared.contains(k)).collect();
+        undeclared.sort();
+        for k in undeclared {
             // As for a required name declared nowhere (above).
             let hits = matching(k);
             let schema = if !hits.is_empty() {
@@ -1255,7 +1342,22 @@ impl<'a> Generator<'a> {
                         || string_lang::parse_chars(rust)
                             .is_ok_and(|h| string_lang::is_universal(&h))
                 });
-        if universal {
+        // One pattern `^C*$` beside additional members: names in `C*` get its schema,
+        // the others (a character outside `C`) `additionalProperties`.
+        let star = (!additional_false && names.is_none() && patterns.len() == 1 && patterns_matter)
+            .then(|| string_lang::parse_chars(&pattern_res[0].1).ok())
+            .flatten()
+            .and_then(|h| string_lang::class_star(&h))
+            .filter(|_| declared.iter().all(|k| pattern_res[0].0.is_match(k)));
+        if let (false, Some(c)) = (universal, star) {
+            let inside = string_lang::none_of_within(&declared, &c);
+            extras.push((inside, patterns[0].1.clone(), pp.clone()));
+            let v = additional.clone().unwrap_or(json!(true));
+            let outside = string_lang::outside_class_star(&c);
+            if outside.properties().minimum_len().is_some() {
+                extras.push((outside, v, child(ptr, "additionalProperties")));
+            }
+        } else if universal {
             let schemas: Vec<Value> = patterns
                 .iter()
                 .filter(|(_, s)| !trivial(s))
