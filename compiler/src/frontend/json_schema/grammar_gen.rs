@@ -1281,16 +1281,19 @@ impl<'a> Generator<'a> {
             }
         }
         // Presence conditions; a name they mention that is declared nowhere may still
-        // occur as an additional member: it gets a slot of its own (so the automaton
-        // sees it), with the schema an additional member of that name would have.
+        // occur as an additional member (in any order among them): it is taken out of
+        // the additional names and written as its own literal, so the automaton sees
+        // it, with the schema an additional member of that name would have.
         let formula = self.dependency_conditions(m, ptr, conditions)?;
         let mut mentioned = Vec::new();
         formula.names(&mut mentioned);
-        // Those slots come after the declared ones, sorted by name (the text form).
-        let mut undeclared: Vec<&String> =
-            mentioned.iter().filter(|k| !declared.contains(k)).collect();
-        undeclared.sort();
-        for k in undeclared {
+        let mut loose: Vec<(String, Value, String)> = Vec::new();
+        let undeclared: Vec<String> = mentioned
+            .iter()
+            .filter(|k| !declared.contains(k))
+            .cloned()
+            .collect();
+        for k in &undeclared {
             // As for a required name declared nowhere (above).
             let hits = matching(k);
             let schema = if !hits.is_empty() {
@@ -1300,7 +1303,7 @@ impl<'a> Generator<'a> {
             } else {
                 continue; // cannot occur
             };
-            slots.push((k.clone(), schema, false, child(ptr, "additionalProperties")));
+            loose.push((k.clone(), schema, child(ptr, "additionalProperties")));
             declared.push(k.clone());
         }
         // propertyNames on declared names: decided here, per name.
@@ -1466,7 +1469,7 @@ impl<'a> Generator<'a> {
         if min <= n_req {
             min = 0;
         }
-        if extras.is_empty() && max.is_some_and(|x| x >= slots.len() as u64) {
+        if extras.is_empty() && loose.is_empty() && max.is_some_and(|x| x >= slots.len() as u64) {
             max = None;
         }
         let cap = max.unwrap_or(min.max(1));
@@ -1505,21 +1508,32 @@ impl<'a> Generator<'a> {
         let slot_of = |k: &str| slots.iter().find(|s| s.0 == k);
         let initial =
             presence::satisfying(&formula, &mentioned, |i| match slot_of(&mentioned[i]) {
+                None if loose.iter().any(|l| l.0 == mentioned[i]) => None,
                 None => Some(false),
                 Some(s) => s.2.then_some(true),
             });
+        let mut loose_syms = Vec::new();
+        for (k, s, p) in &loose {
+            let key = self.lit(&string_lang::literal_text(k));
+            let v = self.value_nt(s, p)?;
+            let bit = mentioned
+                .iter()
+                .position(|x| x == k)
+                .expect("a mentioned name");
+            loose_syms.push((key, v, 1u32 << bit));
+        }
         let var: Vec<Option<usize>> = slots
             .iter()
             .map(|s| mentioned.iter().position(|k| *k == s.0))
             .collect();
-        // Nonterminal (slot index, members so far, presence state), made on first use.
+        // Nonterminal (slot index, members so far, presence state, loose names used),
+        // made on first use. Decided slots' bits are cleared from the state; a loose
+        // name's bit stays, and `used` says it was written.
+        type Key = (usize, u64, presence::Assignments, u32);
         let n = slot_syms.len();
-        let mut table: HashMap<(usize, u64, presence::Assignments), u32> = HashMap::new();
+        let mut table: HashMap<Key, u32> = HashMap::new();
         let mut work = Vec::new();
-        let mut get = |g: &mut Self,
-                       work: &mut Vec<(usize, u64, presence::Assignments)>,
-                       key: (usize, u64, presence::Assignments)|
-         -> R<u32> {
+        let mut get = |g: &mut Self, work: &mut Vec<Key>, key: Key| -> R<u32> {
             if let Some(&x) = table.get(&key) {
                 return Ok(x);
             }
@@ -1536,9 +1550,9 @@ impl<'a> Generator<'a> {
         if initial.is_empty() {
             return Ok(());
         }
-        let start = get(self, &mut work, (0, 0, initial))?;
-        while let Some((i, c, state)) = work.pop() {
-            let here = get(self, &mut work, (i, c, state.clone()))?;
+        let start = get(self, &mut work, (0, 0, initial, 0))?;
+        while let Some((i, c, state, used)) = work.pop() {
+            let here = get(self, &mut work, (i, c, state.clone(), used))?;
             let next_c = if max.is_none() {
                 (c + 1).min(cap)
             } else {
@@ -1563,21 +1577,30 @@ impl<'a> Generator<'a> {
                     None => (state.clone(), state),
                 };
                 if !req && !absent.is_empty() {
-                    let skip = get(self, &mut work, (i + 1, c, absent))?;
+                    let skip = get(self, &mut work, (i + 1, c, absent, used))?;
                     self.rule(here, vec![Symbol::Nonterminal(skip)]);
                 }
                 if can_add && !present.is_empty() {
-                    let then = get(self, &mut work, (i + 1, next_c, present))?;
+                    let then = get(self, &mut work, (i + 1, next_c, present, used))?;
                     self.rule(here, member(key, v, then));
                 }
             } else {
-                if c >= min {
+                // The end: the loose names not written are absent.
+                if c >= min && state.iter().any(|a| a & !used == 0) {
                     self.rule(here, vec![]);
                 }
                 if can_add {
-                    let then = get(self, &mut work, (n, next_c, state))?;
+                    let then = get(self, &mut work, (n, next_c, state.clone(), used))?;
                     for &(key, v) in &extra_syms {
                         self.rule(here, member(key, v, then));
+                    }
+                    for &(key, v, bit) in &loose_syms {
+                        let with: presence::Assignments =
+                            state.iter().copied().filter(|a| a & bit != 0).collect();
+                        if used & bit == 0 && !with.is_empty() {
+                            let then = get(self, &mut work, (n, next_c, with, used | bit))?;
+                            self.rule(here, member(key, v, then));
+                        }
                     }
                 }
             }

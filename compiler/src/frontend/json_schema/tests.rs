@@ -145,13 +145,13 @@ fn member_subsets(names: &[&str], value: &Value) -> Vec<Value> {
 
 #[test]
 fn dependencies_in_both_forms_are_exact() {
-    // Text form: declared members, then names the conditions mention (sorted), then
-    // the other additional members.
-    let mentioned_first = member_subsets(&["a", "b", "e", "c", "d"], &json!(1));
+    // Names declared nowhere are additional members, in any order.
     let s = json!({"dependentSchemas": {"e": {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}, "additionalProperties": {"type": "integer"}});
-    agrees_with_validator(&s, &mentioned_first);
+    agrees_with_validator(&s, &member_subsets(&["e", "d", "c", "b", "a"], &json!(1)));
+    agrees_with_validator(&s, &member_subsets(&["c", "a", "e", "b"], &json!(1)));
     let objects = member_subsets(&["a", "b", "c", "d", "e"], &json!(1));
     for s in [
+        s,
         json!({"type": "object", "dependencies": {"a": ["b", "c"], "b": ["d"]}}),
         json!({"dependentRequired": {"c": ["a"]}, "properties": {"a": {}, "b": {}, "c": {}}}),
         json!({"dependencies": {"a": {"anyOf": [{"required": ["b"]}, {"required": ["c"]}]}, "b": {"not": {"required": ["a"]}}}}),
