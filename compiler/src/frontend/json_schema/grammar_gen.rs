@@ -554,9 +554,13 @@ impl<'a> Generator<'a> {
             if verdicts.iter().any(Option::is_none) {
                 self.check_enum_siblings(m, ptr)?;
             }
+            // Presence conditions taken out of `anyOf`/`oneOf` groups (`fill`) are not
+            // in `m`: each value is checked against them here.
+            let groups = Presence::All(conditions);
             for (v, verdict) in values.into_iter().zip(verdicts) {
                 let ok = verdict.unwrap_or_else(|| self.instance_ok(&v, m));
-                if value_has_type(&v, &types) && ok {
+                let present = |k: &str| v.as_object().is_some_and(|o| o.contains_key(k));
+                if value_has_type(&v, &types) && ok && groups.eval(&present, v.is_object()) {
                     let syms = self.const_symbols(&v);
                     self.rule(nt, syms);
                 }

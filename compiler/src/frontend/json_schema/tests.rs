@@ -175,6 +175,8 @@ fn presence_conditions_in_not_one_of_and_if() {
         json!({"properties": {"a": {"type": "string"}, "b": {}},
                "dependencies": {"b": {"not": {"properties": {"a": {"type": "string"}}, "required": ["a"]}}}}),
         json!({"properties": {"a": {}, "b": {}, "c": {}}, "not": {"properties": {"a": false}}}),
+        json!({"enum": [{"a": "x"}, {"a": "x", "b": "x"}, {"c": "x"}, "s", {}],
+               "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["c"]}]}),
     ] {
         agrees_with_validator(&s, &objects);
     }
