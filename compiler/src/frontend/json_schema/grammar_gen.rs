@@ -469,9 +469,11 @@ impl<'a> Generator<'a> {
                         let sf = self.flatten(s, &sp, 0)?;
                         if sf.never {
                             parts.push(Presence::Lacks(q.clone()));
-                        } else if !(sf.groups.is_empty() && sf.map.is_empty())
-                            && !self.implied(props.get(q), &sf, &sp)?
-                        {
+                            continue;
+                        }
+                        let implied = (sf.groups.is_empty() && sf.map.is_empty())
+                            || self.implied(props.get(q), &sf, &sp)?;
+                        if !implied {
                             return Ok(None);
                         }
                     }
