@@ -8,7 +8,8 @@
 //! `uri` / `uri-reference` (RFC 3986), `json-pointer` (RFC 6901),
 //! `relative-json-pointer`. Formats that are not regular or whose limits cannot be
 //! expressed together with their syntax (`hostname`'s 253-character total, `regex`,
-//! `idn-*`, `iri*`, `uri-template`) and unknown formats are reported by the caller.
+//! `idn-*`, `iri*`, `uri-template`) are reported by the caller; formats the
+//! specification does not define are annotations (listed as warnings).
 
 /// The character-level Rust regex of a format, or `None` if it has no exact one here.
 pub fn format_regex(name: &str) -> Option<String> {
@@ -32,7 +33,8 @@ pub fn format_regex(name: &str) -> Option<String> {
     })
 }
 
-/// Why a known format has no exact regular form (for the error message).
+/// Why a format the specification defines has no exact regular form here (for the
+/// error message); `None` for the supported ones and for unknown names.
 pub fn why_not(name: &str) -> Option<&'static str> {
     Some(match name {
         "hostname" | "idn-hostname" => {

@@ -9,6 +9,7 @@
 
 use super::keywords::{self, Diagnostics, KeywordClass};
 use super::listed_values::ListedValues;
+use super::presence::{self, Presence};
 use super::refs::{self, child, RefIndex};
 use super::{
     ecma_regex, formats, merge, number_lang, string_lang, Draft, PropertyOrder, SchemaIssue,
@@ -25,6 +26,9 @@ type R<T> = Result<T, SchemaIssue>;
 pub const MAX_NONTERMINALS: usize = 200_000;
 /// Limit on counted positions of one array or object (`maxItems: 100000`).
 pub const MAX_COUNTED: u64 = 1024;
+/// Limit on the values of a `uniqueItems` array's item list (one nonterminal per
+/// subset used).
+pub const MAX_UNIQUE_DOMAIN: usize = 12;
 /// Limit on nested `allOf`/`$ref` inlining (a cycle through `allOf` never ends).
 const MAX_INLINE_DEPTH: usize = 64;
 
@@ -169,9 +173,24 @@ impl<'a> Generator<'a> {
         if flat.never {
             return Ok(());
         }
-        let Some(group) = flat.groups.first().cloned() else {
-            return self.typed(nt, &flat.map, ptr);
+        // Groups that only say which members an object has are enforced by the member
+        // automaton (exactly, `oneOf` included); the others distribute.
+        let props = properties_of(&flat.map);
+        let mut conditions = Vec::new();
+        let mut distributed = None;
+        for (i, g) in flat.groups.iter().enumerate() {
+            match self.group_presence(g, &props, 0)? {
+                Some(p) => conditions.push(p),
+                None => {
+                    distributed = Some(i);
+                    break;
+                }
+            }
+        }
+        let Some(gi) = distributed else {
+            return self.typed(nt, &flat.map, ptr, conditions);
         };
+        let group = flat.groups[gi].clone();
         if group.one_of && !self.disjoint(&group.branches, &group.pointer)? {
             self.diags.unsupported(
                 &group.pointer,
@@ -180,9 +199,12 @@ impl<'a> Generator<'a> {
             )?;
         }
         let mut rest = flat.map.clone();
-        let others: Vec<Value> = flat.groups[1..]
+        let others: Vec<Value> = flat
+            .groups
             .iter()
-            .map(|g| json!({ if g.one_of { "oneOf" } else { "anyOf" }: g.branches }))
+            .enumerate()
+            .filter(|(i, _)| *i != gi)
+            .map(|(_, g)| json!({ if g.one_of { "oneOf" } else { "anyOf" }: g.branches }))
             .collect();
         let trivial = rest.is_empty() && others.is_empty();
         if !others.is_empty() {
@@ -208,9 +230,6 @@ impl<'a> Generator<'a> {
                 KeywordClass::Unsupported => {
                     let msg = match k.as_str() {
                         "contains" => "`contains` is not supported",
-                        "dependentRequired" | "dependencies" | "dependentSchemas" => {
-                            "conditional requirements between properties are not supported"
-                        }
                         "unevaluatedProperties" | "unevaluatedItems" => {
                             "`unevaluated*` keywords are not supported"
                         }
@@ -246,13 +265,6 @@ impl<'a> Generator<'a> {
                     )?;
                 }
             }
-        }
-        if m.contains_key("if") && (m.contains_key("then") || m.contains_key("else")) {
-            self.diags.unsupported(
-                &child(ptr, "if"),
-                "if",
-                "`if`/`then`/`else` is not supported",
-            )?;
         }
         Ok(())
     }
@@ -322,7 +334,14 @@ impl<'a> Generator<'a> {
                         one_of: k == "oneOf",
                     });
                 }
-                "if" | "then" | "else" | "minContains" | "maxContains" => {}
+                // `if` without `then`/`else` has no effect; with them it is kept for
+                // `typed` (enforced where it only speaks about member presence).
+                "if" | "then" | "else" => {
+                    if m.contains_key("if") && (m.contains_key("then") || m.contains_key("else")) {
+                        own.insert(k.clone(), v.clone());
+                    }
+                }
+                "minContains" | "maxContains" => {}
                 _ => {
                     if keywords::classify(k) == KeywordClass::Enforced {
                         own.insert(k.clone(), v.clone());
@@ -391,8 +410,144 @@ impl<'a> Generator<'a> {
         Ok(true)
     }
 
+    /// The condition an `anyOf`/`oneOf` states, if each branch only says which members
+    /// an object has ([`Self::presence_of`]).
+    fn group_presence(
+        &mut self,
+        g: &Group,
+        props: &Map<String, Value>,
+        depth: usize,
+    ) -> R<Option<Presence>> {
+        let mut parts = Vec::new();
+        for (i, b) in g.branches.iter().enumerate() {
+            match self.presence_of(b, &child(&g.pointer, &i.to_string()), props, depth + 1)? {
+                Some(p) => parts.push(p),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(if g.one_of {
+            Presence::One(parts)
+        } else {
+            Presence::Any(parts)
+        }))
+    }
+
+    /// The condition a schema states, if all it says is which members an object has:
+    /// `required`, `type: "object"`, `properties` whose schemas are `false` (absent) or
+    /// implied by the object's own declared schema `props` of that name, and `not`,
+    /// `anyOf`/`oneOf`/`allOf`, `if`/`then`/`else` of such schemas. `None` otherwise.
+    fn presence_of(
+        &mut self,
+        schema: &Value,
+        ptr: &str,
+        props: &Map<String, Value>,
+        depth: usize,
+    ) -> R<Option<Presence>> {
+        if depth > MAX_INLINE_DEPTH {
+            return Ok(None);
+        }
+        let f = self.flatten(schema, ptr, 0)?;
+        if f.never {
+            return Ok(Some(Presence::Const(false)));
+        }
+        let mut parts = Vec::new();
+        for (k, v) in &f.map {
+            let kp = child(ptr, k);
+            match k.as_str() {
+                "required" => {
+                    for n in v.as_array().into_iter().flatten() {
+                        let Some(n) = n.as_str() else {
+                            return Ok(None);
+                        };
+                        parts.push(Presence::Has(n.to_string()));
+                    }
+                }
+                "type" if merge::types_of(v) == ["object"] => parts.push(Presence::IsObject),
+                "properties" => {
+                    for (q, s) in v.as_object().into_iter().flatten() {
+                        let sp = child(&kp, q);
+                        let sf = self.flatten(s, &sp, 0)?;
+                        if sf.never {
+                            parts.push(Presence::Lacks(q.clone()));
+                            continue;
+                        }
+                        let implied = (sf.groups.is_empty() && sf.map.is_empty())
+                            || self.implied(props.get(q), &sf, &sp)?;
+                        if !implied {
+                            return Ok(None);
+                        }
+                    }
+                }
+                "not" => match self.presence_of(v, &kp, props, depth + 1)? {
+                    Some(p) => parts.push(Presence::Not(Box::new(p))),
+                    None => return Ok(None),
+                },
+                "if" => match self.if_presence(&f.map, ptr, props, depth)? {
+                    Some(p) => parts.push(p),
+                    None => return Ok(None),
+                },
+                "then" | "else" => {}
+                _ => return Ok(None),
+            }
+        }
+        for g in &f.groups {
+            match self.group_presence(g, props, depth)? {
+                Some(p) => parts.push(p),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(Presence::All(parts)))
+    }
+
+    /// `if`/`then`/`else` of a flat schema as a presence condition, if all three are
+    /// ones (a missing `then`/`else` holds).
+    fn if_presence(
+        &mut self,
+        m: &Map<String, Value>,
+        ptr: &str,
+        props: &Map<String, Value>,
+        depth: usize,
+    ) -> R<Option<Presence>> {
+        let part = |g: &mut Self, k: &str| -> R<Option<Presence>> {
+            match m.get(k) {
+                None => Ok(Some(Presence::Const(true))),
+                Some(s) => g.presence_of(s, &child(ptr, k), props, depth + 1),
+            }
+        };
+        let (Some(c), Some(t), Some(e)) =
+            (part(self, "if")?, part(self, "then")?, part(self, "else")?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Presence::Any(vec![
+            Presence::All(vec![c.clone(), t]),
+            Presence::All(vec![Presence::Not(Box::new(c)), e]),
+        ])))
+    }
+
+    /// Whether every value the declared schema `base` allows also satisfies the flat
+    /// schema `s` (`s` adds nothing when merged into `base`). A name with no declared
+    /// schema is not known to imply anything.
+    fn implied(&mut self, base: Option<&Value>, s: &Flat, ptr: &str) -> R<bool> {
+        let Some(base) = base else {
+            return Ok(false);
+        };
+        let bf = self.flatten(base, ptr, 0)?;
+        Ok(bf.never
+            || (s.groups.is_empty()
+                && bf.groups.is_empty()
+                && merge::merge(&bf.map, &s.map).is_ok_and(|m| m == bf.map)))
+    }
+
     /// Alternatives for the types a flat schema allows.
-    fn typed(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<()> {
+    /// `conditions`: presence conditions from `anyOf`/`oneOf` groups (see [`Self::fill`]).
+    fn typed(
+        &mut self,
+        nt: u32,
+        m: &Map<String, Value>,
+        ptr: &str,
+        mut conditions: Vec<Presence>,
+    ) -> R<()> {
         let types = allowed_types(m, ptr)?;
         if let Some(values) = enum_values(m) {
             // A full validator decides every keyword beside a list; where it cannot
@@ -401,20 +556,48 @@ impl<'a> Generator<'a> {
             if verdicts.iter().any(Option::is_none) {
                 self.check_enum_siblings(m, ptr)?;
             }
+            // Presence conditions taken out of `anyOf`/`oneOf` groups (`fill`) are not
+            // in `m`: each value is checked against them here.
+            let groups = Presence::All(conditions);
             for (v, verdict) in values.into_iter().zip(verdicts) {
                 let ok = verdict.unwrap_or_else(|| self.instance_ok(&v, m));
-                if value_has_type(&v, &types) && ok {
+                let present = |k: &str| v.as_object().is_some_and(|o| o.contains_key(k));
+                if value_has_type(&v, &types) && ok && groups.eval(&present, v.is_object()) {
                     let syms = self.const_symbols(&v);
                     self.rule(nt, syms);
                 }
             }
             return Ok(());
         }
-        if m.get("not").is_some() {
-            self.check_not(m, ptr)?;
+        let props = properties_of(m);
+        let mut not_types = Vec::new();
+        if let Some(n) = m.get("not") {
+            let np = child(ptr, "not");
+            match self.presence_of(n, &np, &props, 0)? {
+                Some(p) if !not_type_form(n) => conditions.push(Presence::Not(Box::new(p))),
+                _ => {
+                    self.check_not(m, ptr)?;
+                    not_types = self::not_types(m);
+                }
+            }
         }
-        let not_types = not_types(m);
-        for t in types.iter().filter(|t| !not_types.contains(t)) {
+        if m.contains_key("if") {
+            match self.if_presence(m, ptr, &props, 0)? {
+                Some(p) => conditions.push(p),
+                None => self.diags.unsupported(
+                    &child(ptr, "if"),
+                    "if",
+                    "`if`/`then`/`else` is supported only where all three speak about which members an object has (`required`, `not`, `anyOf`/`oneOf` of them)",
+                )?,
+            }
+        }
+        let conditions = Presence::All(conditions);
+        // On a non-object `required` holds vacuously, so the conditions are a constant.
+        let non_objects = conditions.eval(&|_| true, false);
+        for t in types
+            .iter()
+            .filter(|t| !not_types.contains(t) && (non_objects || *t == "object"))
+        {
             match t.as_str() {
                 "null" => {
                     let s = self.lit("null");
@@ -464,7 +647,7 @@ impl<'a> Generator<'a> {
                     }
                 }
                 "array" => self.array(nt, m, ptr)?,
-                "object" => self.object(nt, m, ptr)?,
+                "object" => self.object(nt, m, ptr, &conditions)?,
                 _ => unreachable!("allowed_types checks names"),
             }
         }
@@ -474,19 +657,11 @@ impl<'a> Generator<'a> {
     /// `not`: the forms with an exact grammar are `not: {type: ...}` (the complement of
     /// the types) and `not: {}`/`true` (nothing); others are reported.
     fn check_not(&mut self, m: &Map<String, Value>, ptr: &str) -> R<()> {
-        let n = &m["not"];
-        let ok = match n {
-            Value::Bool(_) => true,
-            Value::Object(o) => o
-                .keys()
-                .all(|k| k == "type" || keywords::classify(k) == KeywordClass::Annotation),
-            _ => false,
-        };
-        if !ok {
+        if !not_type_form(&m["not"]) {
             self.diags.unsupported(
                 &child(ptr, "not"),
                 "not",
-                "`not` is supported only as `not: {\"type\": ...}` or a boolean",
+                "`not` is supported only as `not: {\"type\": ...}`, a boolean, or a condition on which members an object has",
             )?;
         }
         Ok(())
@@ -802,11 +977,19 @@ impl<'a> Generator<'a> {
                     "format",
                     "`format` together with `pattern` (their intersection is not written as one regex)",
                 )?,
-                None => {
-                    let why = formats::why_not(f).unwrap_or("unknown format");
-                    self.diags
-                        .unsupported(&kp, "format", format!("format `{f}`: {why}"))?
-                }
+                None => match formats::why_not(f) {
+                    Some(why) => {
+                        self.diags
+                            .unsupported(&kp, "format", format!("format `{f}`: {why}"))?
+                    }
+                    // Not a format the specification defines: an annotation, which
+                    // validators (the `jsonschema` crate too) ignore; listed.
+                    None => self.diags.warn(issue(
+                        &kp,
+                        Some("format"),
+                        format!("unknown format `{f}`: no effect (JSON Schema validators ignore unknown formats)"),
+                    )),
+                },
             }
         }
         let (min, max) = (count(m, "minLength", ptr)?, count(m, "maxLength", ptr)?);
@@ -884,10 +1067,15 @@ impl<'a> Generator<'a> {
             max = Some(max.map_or(p, |x| x.min(p)));
         }
         if m.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|x| x > 1) {
+            if prefix.is_empty() {
+                if let Some(domain) = self.finite_domain(&rest, &rest_ptr)? {
+                    return self.unique_array(nt, &domain, min, max, ptr);
+                }
+            }
             self.diags.unsupported(
                 &child(ptr, "uniqueItems"),
                 "uniqueItems",
-                "`uniqueItems: true` is supported only with `maxItems` ≤ 1",
+                format!("`uniqueItems: true` is supported only with `maxItems` ≤ 1 or items from a list of at most {MAX_UNIQUE_DOMAIN} scalar values"),
             )?;
         }
         if max.is_some_and(|x| x < min) {
@@ -929,7 +1117,93 @@ impl<'a> Generator<'a> {
         Ok(())
     }
 
-    fn object(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<()> {
+    /// `conditions`: which members the object may have together ([`presence`]), beside
+    /// the ones its `dependencies`/`dependentRequired`/`dependentSchemas` add here.
+    /// The values a schema allows, if they are a list of at most [`MAX_UNIQUE_DOMAIN`]
+    /// scalars (`enum`/`const` decided by the validator), each once (`1` and `1.0` are
+    /// one value).
+    fn finite_domain(&mut self, schema: &Value, ptr: &str) -> R<Option<Vec<Value>>> {
+        let f = self.flatten(schema, ptr, 0)?;
+        if f.never {
+            return Ok(Some(Vec::new()));
+        }
+        let Some(values) = enum_values(&f.map).filter(|_| f.groups.is_empty()) else {
+            return Ok(None);
+        };
+        let types = allowed_types(&f.map, ptr)?;
+        let verdicts = self.listed.verdicts(&f.map, &values);
+        let mut out: Vec<Value> = Vec::new();
+        for (v, ok) in values.into_iter().zip(verdicts) {
+            let (Some(ok), false) = (ok, v.is_array() || v.is_object()) else {
+                return Ok(None);
+            };
+            let v = match v.as_f64() {
+                Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => json!(x as i64),
+                _ => v,
+            };
+            if ok && value_has_type(&v, &types) && !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        Ok((out.len() <= MAX_UNIQUE_DOMAIN).then_some(out))
+    }
+
+    /// `uniqueItems: true` over a finite list of values: one nonterminal per set of
+    /// values used so far (reachable sets only), so no value repeats.
+    fn unique_array(
+        &mut self,
+        nt: u32,
+        domain: &[Value],
+        min: u64,
+        max: Option<u64>,
+        ptr: &str,
+    ) -> R<()> {
+        let items: Vec<Vec<Symbol>> = domain.iter().map(|v| self.const_symbols(v)).collect();
+        let (open, close, comma) = (self.lit("["), self.lit("]"), self.lit(","));
+        let mut table: HashMap<u32, u32> = HashMap::new();
+        let start = self.new_nt(&format!("unique@{ptr}#0"))?;
+        table.insert(0, start);
+        let mut work = vec![0u32];
+        while let Some(set) = work.pop() {
+            let here = table[&set];
+            let n = u64::from(set.count_ones());
+            if n >= min {
+                self.rule(here, vec![]);
+            }
+            if max.is_some_and(|x| n >= x) {
+                continue;
+            }
+            for (i, item) in items.iter().enumerate() {
+                let next = set | (1 << i);
+                if next == set {
+                    continue;
+                }
+                let then = match table.get(&next) {
+                    Some(&x) => x,
+                    None => {
+                        let x = self.new_nt(&format!("unique@{ptr}#{next:b}"))?;
+                        table.insert(next, x);
+                        work.push(next);
+                        x
+                    }
+                };
+                let mut rhs = if n > 0 { vec![comma] } else { vec![] };
+                rhs.extend(item.iter().copied());
+                rhs.push(Symbol::Nonterminal(then));
+                self.rule(here, rhs);
+            }
+        }
+        self.rule(nt, vec![open, Symbol::Nonterminal(start), close]);
+        Ok(())
+    }
+
+    fn object(
+        &mut self,
+        nt: u32,
+        m: &Map<String, Value>,
+        ptr: &str,
+        conditions: &Presence,
+    ) -> R<()> {
         let mut props: Vec<(String, Value)> = m
             .get("properties")
             .and_then(Value::as_object)
@@ -1012,6 +1286,32 @@ impl<'a> Generator<'a> {
                 declared.push(k.clone());
             }
         }
+        // Presence conditions; a name they mention that is declared nowhere may still
+        // occur as an additional member (in any order among them): it is taken out of
+        // the additional names and written as its own literal, so the automaton sees
+        // it, with the schema an additional member of that name would have.
+        let formula = self.dependency_conditions(m, ptr, conditions)?;
+        let mut mentioned = Vec::new();
+        formula.names(&mut mentioned);
+        let mut loose: Vec<(String, Value, String)> = Vec::new();
+        let undeclared: Vec<String> = mentioned
+            .iter()
+            .filter(|k| !declared.contains(k))
+            .cloned()
+            .collect();
+        for k in &undeclared {
+            // As for a required name declared nowhere (above).
+            let hits = matching(k);
+            let schema = if !hits.is_empty() {
+                json!({"allOf": hits})
+            } else if additional.as_ref() != Some(&json!(false)) {
+                additional.clone().unwrap_or(json!(true))
+            } else {
+                continue; // cannot occur
+            };
+            loose.push((k.clone(), schema, child(ptr, "additionalProperties")));
+            declared.push(k.clone());
+        }
         // propertyNames on declared names: decided here, per name.
         if let Some(n) = &names {
             let np = child(ptr, "propertyNames");
@@ -1039,7 +1339,45 @@ impl<'a> Generator<'a> {
         let trivial = |v: &Value| v == &json!(true) || v == &json!({});
         let additional_false = additional.as_ref() == Some(&json!(false));
         let patterns_matter = patterns.iter().any(|(_, s)| !trivial(s));
-        if !patterns.is_empty() && (additional_false || patterns_matter) {
+        // Patterns that match every name (`.*`): every other name gets all their
+        // schemas and `additionalProperties` never applies.
+        let universal = patterns_matter
+            && names.is_none()
+            && patterns
+                .iter()
+                .zip(&pattern_res)
+                .all(|((_, s), (_, rust))| {
+                    trivial(s)
+                        || string_lang::parse_chars(rust)
+                            .is_ok_and(|h| string_lang::is_universal(&h))
+                });
+        // One pattern `^C*$` beside additional members: names in `C*` get its schema,
+        // the others (a character outside `C`) `additionalProperties`.
+        let star = (!additional_false && names.is_none() && patterns.len() == 1 && patterns_matter)
+            .then(|| string_lang::parse_chars(&pattern_res[0].1).ok())
+            .flatten()
+            .and_then(|h| string_lang::class_star(&h))
+            .filter(|_| declared.iter().all(|k| pattern_res[0].0.is_match(k)));
+        if let (false, Some(c)) = (universal, star) {
+            let inside = string_lang::none_of_within(&declared, &c);
+            extras.push((inside, patterns[0].1.clone(), pp.clone()));
+            let v = additional.clone().unwrap_or(json!(true));
+            let outside = string_lang::outside_class_star(&c);
+            if outside.properties().minimum_len().is_some() {
+                extras.push((outside, v, child(ptr, "additionalProperties")));
+            }
+        } else if universal {
+            let schemas: Vec<Value> = patterns
+                .iter()
+                .filter(|(_, s)| !trivial(s))
+                .map(|(_, s)| s.clone())
+                .collect();
+            extras.push((
+                string_lang::none_of(&declared),
+                json!({ "allOf": schemas }),
+                pp.clone(),
+            ));
+        } else if !patterns.is_empty() && (additional_false || patterns_matter) {
             if !additional_false {
                 self.diags.unsupported(
                     &pp,
@@ -1056,16 +1394,32 @@ impl<'a> Generator<'a> {
                 )?;
             }
             for ((p, s), (re, rust)) in patterns.iter().zip(&pattern_res) {
-                if let Some(k) = declared.iter().find(|k| re.is_match(k)) {
-                    self.diags.unsupported(
-                        &child(&pp, p),
-                        "patternProperties",
-                        format!("declared property `{k}` also matches pattern `{p}`"),
-                    )?;
-                }
                 let h = string_lang::parse_chars(rust)
                     .map_err(|e| issue(&child(&pp, p), Some("patternProperties"), e))?;
-                extras.push((string_lang::unanchored(&h), s.clone(), child(&pp, p)));
+                let mut h = string_lang::unanchored(&h);
+                if let Some(k) = declared.iter().find(|k| re.is_match(k)) {
+                    // A finite set of names minus the declared ones is a list; otherwise
+                    // it would need a regex difference.
+                    match string_lang::finite_strings(&h, MAX_COUNTED as usize) {
+                        Some(words) => {
+                            h = Hir::alternation(
+                                words
+                                    .into_iter()
+                                    .filter(|w| !declared.contains(w))
+                                    .map(|w| Hir::literal(w.into_bytes()))
+                                    .collect(),
+                            )
+                        }
+                        None => self.diags.unsupported(
+                            &child(&pp, p),
+                            "patternProperties",
+                            format!("declared property `{k}` also matches pattern `{p}`"),
+                        )?,
+                    }
+                }
+                if h.properties().minimum_len().is_some() {
+                    extras.push((h, s.clone(), child(&pp, p)));
+                }
             }
             if !additional_false {
                 // Lenient (strict stopped above): other names with the additional
@@ -1121,7 +1475,7 @@ impl<'a> Generator<'a> {
         if min <= n_req {
             min = 0;
         }
-        if extras.is_empty() && max.is_some_and(|x| x >= slots.len() as u64) {
+        if extras.is_empty() && loose.is_empty() && max.is_some_and(|x| x >= slots.len() as u64) {
             max = None;
         }
         let cap = max.unwrap_or(min.max(1));
@@ -1143,63 +1497,165 @@ impl<'a> Generator<'a> {
             let v = self.value_nt(s, p)?;
             extra_syms.push((key, v));
         }
+        // The presence automaton's start: the satisfying assignments of the names the
+        // conditions mention (required ones present, ones with no slot absent).
+        if mentioned.len() > presence::MAX_PRESENCE_NAMES {
+            let kw = condition_keyword(m);
+            return Err(issue(
+                &child(ptr, kw),
+                Some(kw),
+                format!(
+                    "conditions on {} member mentioned: more than {} (the limit on presence conditions)",
+                    mentioned.len(),
+                    presence::MAX_PRESENCE_NAMES
+                ),
+            ));
+        }
+        let slot_of = |k: &str| slots.iter().find(|s| s.0 == k);
+        let initial =
+            presence::satisfying(&formula, &mentioned, |i| match slot_of(&mentioned[i]) {
+                None if loose.iter().any(|l| l.0 == mentioned[i]) => None,
+                None => Some(false),
+                Some(s) => s.2.then_some(true),
+            });
+        let mut loose_syms = Vec::new();
+        for (k, s, p) in &loose {
+            let key = self.lit(&string_lang::literal_text(k));
+            let v = self.value_nt(s, p)?;
+            let bit = mentioned
+                .iter()
+                .position(|x| x == k)
+                .expect("a mentioned name");
+            loose_syms.push((key, v, 1u32 << bit));
+        }
+        let var: Vec<Option<usize>> = slots
+            .iter()
+            .map(|s| mentioned.iter().position(|k| *k == s.0))
+            .collect();
+        // Nonterminal (slot index, members so far, presence state, loose names used),
+        // made on first use. Decided slots' bits are cleared from the state; a loose
+        // name's bit stays, and `used` says it was written.
+        type Key = (usize, u64, presence::Assignments, u32);
         let n = slot_syms.len();
-        let mut table = HashMap::new();
-        let mut get = |g: &mut Self, i: usize, c: u64| -> R<u32> {
-            if let Some(&x) = table.get(&(i, c)) {
+        let mut table: HashMap<Key, u32> = HashMap::new();
+        let mut work = Vec::new();
+        let mut get = |g: &mut Self, work: &mut Vec<Key>, key: Key| -> R<u32> {
+            if let Some(&x) = table.get(&key) {
                 return Ok(x);
             }
-            let x = g.new_nt(&format!("members@{ptr}#{i}.{c}"))?;
-            table.insert((i, c), x);
+            let x = g.new_nt(&format!(
+                "members@{ptr}#{}.{}.{}",
+                key.0,
+                key.1,
+                table.len()
+            ))?;
+            table.insert(key.clone(), x);
+            work.push(key);
             Ok(x)
         };
-        for i in 0..=n {
-            for c in 0..=cap {
-                let here = get(self, i, c)?;
-                let next_c = if max.is_none() {
-                    (c + 1).min(cap)
-                } else {
-                    c + 1
+        if initial.is_empty() {
+            return Ok(());
+        }
+        let start = get(self, &mut work, (0, 0, initial, 0))?;
+        while let Some((i, c, state, used)) = work.pop() {
+            let here = get(self, &mut work, (i, c, state.clone(), used))?;
+            let next_c = if max.is_none() {
+                (c + 1).min(cap)
+            } else {
+                c + 1
+            };
+            let can_add = max.is_none_or(|x| c < x);
+            let sep = if c > 0 { vec![comma] } else { vec![] };
+            // `[,] key : value` then the members after it.
+            let member = |key: Symbol, v: u32, then: u32| -> Vec<Symbol> {
+                let mut rhs = sep.clone();
+                rhs.extend([
+                    key,
+                    colon,
+                    Symbol::Nonterminal(v),
+                    Symbol::Nonterminal(then),
+                ]);
+                rhs
+            };
+            if let Some(&(key, v, req)) = slot_syms.get(i) {
+                let (absent, present) = match var[i] {
+                    Some(b) => presence::split(&state, b),
+                    None => (state.clone(), state),
                 };
-                let can_add = max.is_none_or(|x| c < x);
-                let sep = if c > 0 { vec![comma] } else { vec![] };
-                // `[,] key : value` then the members after it.
-                let member = |key: Symbol, v: u32, then: u32| -> Vec<Symbol> {
-                    let mut rhs = sep.clone();
-                    rhs.extend([
-                        key,
-                        colon,
-                        Symbol::Nonterminal(v),
-                        Symbol::Nonterminal(then),
-                    ]);
-                    rhs
-                };
-                if let Some(&(key, v, req)) = slot_syms.get(i) {
-                    if !req {
-                        let skip = get(self, i + 1, c)?;
-                        self.rule(here, vec![Symbol::Nonterminal(skip)]);
-                    }
-                    if can_add {
-                        let then = get(self, i + 1, next_c)?;
+                if !req && !absent.is_empty() {
+                    let skip = get(self, &mut work, (i + 1, c, absent, used))?;
+                    self.rule(here, vec![Symbol::Nonterminal(skip)]);
+                }
+                if can_add && !present.is_empty() {
+                    let then = get(self, &mut work, (i + 1, next_c, present, used))?;
+                    self.rule(here, member(key, v, then));
+                }
+            } else {
+                // The end: the loose names not written are absent.
+                if c >= min && state.iter().any(|a| a & !used == 0) {
+                    self.rule(here, vec![]);
+                }
+                if can_add {
+                    let then = get(self, &mut work, (n, next_c, state.clone(), used))?;
+                    for &(key, v) in &extra_syms {
                         self.rule(here, member(key, v, then));
                     }
-                } else {
-                    if c >= min {
-                        self.rule(here, vec![]);
-                    }
-                    if can_add {
-                        let then = get(self, n, next_c)?;
-                        for &(key, v) in &extra_syms {
+                    for &(key, v, bit) in &loose_syms {
+                        let with: presence::Assignments =
+                            state.iter().copied().filter(|a| a & bit != 0).collect();
+                        if used & bit == 0 && !with.is_empty() {
+                            let then = get(self, &mut work, (n, next_c, with, used | bit))?;
                             self.rule(here, member(key, v, then));
                         }
                     }
                 }
             }
         }
-        let start = get(self, 0, 0)?;
         let (open, close) = (self.lit("{"), self.lit("}"));
         self.rule(nt, vec![open, Symbol::Nonterminal(start), close]);
         Ok(())
+    }
+
+    /// `conditions` and the object's `dependencies`/`dependentRequired`/
+    /// `dependentSchemas` as one presence condition. A dependent schema that says more
+    /// than which members are present is reported (lenient: left out).
+    fn dependency_conditions(
+        &mut self,
+        m: &Map<String, Value>,
+        ptr: &str,
+        conditions: &Presence,
+    ) -> R<Presence> {
+        let props = properties_of(m);
+        let mut parts = vec![conditions.clone()];
+        for kw in ["dependencies", "dependentRequired", "dependentSchemas"] {
+            let Some(d) = m.get(kw) else {
+                continue;
+            };
+            let kp = child(ptr, kw);
+            let d = d
+                .as_object()
+                .ok_or_else(|| issue(&kp, Some(kw), format!("`{kw}` must be an object")))?;
+            for (name, v) in d {
+                let np = child(&kp, name);
+                let cond = match v {
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|x| x.as_str().map(|s| Presence::Has(s.to_string())))
+                        .collect::<Option<Vec<_>>>()
+                        .map(Presence::All),
+                    schema => self.presence_of(schema, &np, &props, 0)?,
+                };
+                match cond {
+                    Some(c) => parts.push(Presence::implies(Presence::Has(name.clone()), c)),
+                    None => self.diags.unsupported(
+                        &np,
+                        kw,
+                        "a dependent schema that constrains member values, not only which members are present",
+                    )?,
+                }
+            }
+        }
+        Ok(Presence::All(parts))
     }
 
     fn name_ok_value(&self, v: &Value, m: &Map<String, Value>) -> bool {
@@ -1326,6 +1782,28 @@ fn pair_disjoint(g: &mut Generator<'_>, a: &Map<String, Value>, b: &Map<String, 
     Ok(false)
 }
 
+/// The keyword to name when an object's presence conditions are refused.
+fn condition_keyword(m: &Map<String, Value>) -> &'static str {
+    [
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "not",
+        "if",
+    ]
+    .into_iter()
+    .find(|k| m.contains_key(*k))
+    .unwrap_or("oneOf")
+}
+
+/// The declared `properties` of a flat schema.
+fn properties_of(m: &Map<String, Value>) -> Map<String, Value> {
+    m.get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// Whether a value could satisfy a schema's types (a cheap overlap test for `oneOf`).
 fn might_match(v: &Value, m: &Map<String, Value>) -> bool {
     allowed_types(m, "#").is_ok_and(|t| value_has_type(v, &t))
@@ -1378,6 +1856,17 @@ fn value_has_type(v: &Value, types: &[String]) -> bool {
         Value::String(_) => has("string"),
         Value::Array(_) => has("array"),
         Value::Object(_) => has("object"),
+    }
+}
+
+/// Whether `not`'s schema is a boolean or only `type` (with annotations).
+fn not_type_form(n: &Value) -> bool {
+    match n {
+        Value::Bool(_) => true,
+        Value::Object(o) => o
+            .keys()
+            .all(|k| k == "type" || keywords::classify(k) == KeywordClass::Annotation),
+        _ => false,
     }
 }
 

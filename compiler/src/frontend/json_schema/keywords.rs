@@ -79,14 +79,14 @@ pub const ENFORCED: &[&str] = &[
     "else",
     "minContains",
     "maxContains",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
 ];
 
 /// Assertions with no grammar here.
 pub const UNSUPPORTED: &[&str] = &[
     "contains",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",

@@ -6,7 +6,8 @@
 //! `allOf`; a property only one side declares meets the other side's
 //! `additionalProperties`), `additionalProperties`/`items`/`additionalItems`/
 //! `propertyNames` (`allOf`), lower bounds (max), upper bounds (min), `multipleOf` on
-//! integers (lcm), `uniqueItems` (or), `not` (`not (a or b)`). Equal values of other
+//! integers (lcm), `uniqueItems` (or), `not` (`not (a or b)`), `dependencies`/
+//! `dependentRequired`/`dependentSchemas` (per name, both conditions). Equal values of other
 //! keywords merge; different `pattern`s, `format`s or `prefixItems` lists cannot be
 //! written as one and are reported by the caller.
 
@@ -133,6 +134,29 @@ pub fn merge(
             "uniqueItems" => json!(va.as_bool() == Some(true) || vb.as_bool() == Some(true)),
             "nullable" => json!(va.as_bool() == Some(true) && vb.as_bool() == Some(true)),
             "not" => json!({"anyOf": [va, vb]}),
+            "dependencies" | "dependentRequired" | "dependentSchemas" => {
+                let (Some(ma), Some(mb)) = (va.as_object(), vb.as_object()) else {
+                    return Err((k.clone(), "not an object".into()));
+                };
+                // A name both sides constrain: both conditions (a list of names is
+                // the schema requiring them).
+                let as_schema = |v: &Value| {
+                    if v.is_array() {
+                        json!({ "required": v })
+                    } else {
+                        v.clone()
+                    }
+                };
+                let mut m = ma.clone();
+                for (name, d) in mb {
+                    let v = match ma.get(name) {
+                        Some(x) if x != d => json!({"allOf": [as_schema(x), as_schema(d)]}),
+                        _ => d.clone(),
+                    };
+                    m.insert(name.clone(), v);
+                }
+                Value::Object(m)
+            }
             _ if super::keywords::classify(k) == super::keywords::KeywordClass::Annotation => {
                 continue
             }

@@ -9,7 +9,8 @@
 //! annotations, enforced or reported; warnings), [`merge`] (`allOf`), [`listed_values`]
 //! (which `enum`/`const` values a schema accepts, by a full validator), [`ecma_regex`]
 //! (ECMA-262 → Rust regex), [`string_lang`] (character languages → JSON string
-//! terminals), [`formats`], [`number_lang`] (numeric ranges), [`grammar_gen`].
+//! terminals), [`formats`], [`number_lang`] (numeric ranges), [`presence`] (conditions on which
+//! members an object has), [`grammar_gen`].
 //!
 //! Nothing is silently ignored: an assertion keyword (or a form of one) the grammar
 //! cannot enforce is a [`SchemaError`] naming the keyword and its JSON pointer, or with
@@ -24,6 +25,7 @@ pub mod keywords;
 pub mod listed_values;
 pub mod merge;
 pub mod number_lang;
+pub mod presence;
 pub mod refs;
 pub mod string_lang;
 

@@ -208,15 +208,152 @@ fn flatten(parts: Vec<Hir>) -> Vec<Hir> {
     out
 }
 
-/// Every string except the given ones (a finite set of JSON object keys, say).
-pub fn none_of(words: &[String]) -> Hir {
-    let mut keys: Vec<Vec<char>> = words.iter().map(|w| w.chars().collect()).collect();
-    keys.sort();
-    keys.dedup();
-    none_of_suffix(&keys, 0)
+/// Whether a pattern (searched unanchored) matches every string: after an optional
+/// leading `^` it has no anchors and matches the empty string, so it matches at the
+/// start of any string.
+pub fn is_universal(pattern: &Hir) -> bool {
+    let rest = match pattern.kind() {
+        HirKind::Concat(v)
+            if matches!(v.first().map(Hir::kind), Some(HirKind::Look(Look::Start))) =>
+        {
+            Hir::concat(v[1..].to_vec())
+        }
+        _ => pattern.clone(),
+    };
+    let p = rest.properties();
+    p.look_set().is_empty() && p.minimum_len() == Some(0)
 }
 
-fn none_of_suffix(keys: &[Vec<char>], depth: usize) -> Hir {
+/// The class `C` if a pattern's language (searched unanchored) is exactly `C*`
+/// (`^[a-zA-Z0-9_]*$`).
+pub fn class_star(pattern: &Hir) -> Option<ClassUnicode> {
+    let mut u = unanchored(pattern);
+    loop {
+        u = match u.kind() {
+            HirKind::Capture(c) => (*c.sub).clone(),
+            HirKind::Concat(v) if v.len() == 1 => v[0].clone(),
+            _ => break,
+        };
+    }
+    match u.kind() {
+        HirKind::Repetition(r) if r.min == 0 && r.max.is_none() => match r.sub.kind() {
+            HirKind::Class(Class::Unicode(c)) => Some(c.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The strings with a character outside the class `c`: the complement of `c*`.
+pub fn outside_class_star(c: &ClassUnicode) -> Hir {
+    let mut other = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]);
+    other.difference(c);
+    if other.ranges().is_empty() {
+        return Hir::fail();
+    }
+    Hir::concat(vec![
+        any_string(),
+        Hir::class(Class::Unicode(other)),
+        any_string(),
+    ])
+}
+
+/// The strings of a language, if it is finite with at most `limit` of them (sorted).
+pub fn finite_strings(h: &Hir, limit: usize) -> Option<Vec<String>> {
+    let product = |a: &[String], b: &[String]| -> Option<Vec<String>> {
+        if a.len().saturating_mul(b.len()) > limit {
+            return None;
+        }
+        Some(
+            a.iter()
+                .flat_map(|x| b.iter().map(move |y| format!("{x}{y}")))
+                .collect(),
+        )
+    };
+    let mut out = match h.kind() {
+        HirKind::Empty => vec![String::new()],
+        HirKind::Literal(l) => vec![String::from_utf8(l.0.to_vec()).ok()?],
+        HirKind::Class(Class::Unicode(c)) => {
+            let mut out = Vec::new();
+            for r in c.ranges() {
+                for ch in r.start()..=r.end() {
+                    out.push(ch.to_string());
+                    if out.len() > limit {
+                        return None;
+                    }
+                }
+            }
+            out
+        }
+        HirKind::Class(Class::Bytes(_)) | HirKind::Look(_) => return None,
+        HirKind::Capture(c) => finite_strings(&c.sub, limit)?,
+        HirKind::Concat(v) => {
+            let mut acc = vec![String::new()];
+            for p in v {
+                acc = product(&acc, &finite_strings(p, limit)?)?;
+            }
+            acc
+        }
+        HirKind::Alternation(v) => {
+            let mut out = Vec::new();
+            for p in v {
+                out.extend(finite_strings(p, limit)?);
+                if out.len() > limit {
+                    return None;
+                }
+            }
+            out
+        }
+        HirKind::Repetition(r) => {
+            let sub = finite_strings(&r.sub, limit)?;
+            let max = r.max?;
+            let (mut out, mut cur) = (Vec::new(), vec![String::new()]);
+            for i in 0..=max {
+                if i >= r.min {
+                    out.extend(cur.iter().cloned());
+                }
+                if i < max {
+                    cur = product(&cur, &sub)?;
+                }
+                if out.len() > limit {
+                    return None;
+                }
+            }
+            out
+        }
+    };
+    out.sort();
+    out.dedup();
+    Some(out)
+}
+
+/// Every string except the given ones (a finite set of JSON object keys, say).
+pub fn none_of(words: &[String]) -> Hir {
+    none_of_within(
+        words,
+        &ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]),
+    )
+}
+
+/// Every string of characters in the class `alphabet` except the given words.
+pub fn none_of_within(words: &[String], alphabet: &ClassUnicode) -> Hir {
+    let inside = |c: &char| {
+        alphabet
+            .ranges()
+            .iter()
+            .any(|r| r.start() <= *c && *c <= r.end())
+    };
+    let mut keys: Vec<Vec<char>> = words
+        .iter()
+        .map(|w| w.chars().collect::<Vec<char>>())
+        .filter(|w| w.iter().all(inside))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    none_of_suffix(&keys, 0, alphabet)
+}
+
+fn none_of_suffix(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> Hir {
     let ends_here = keys.iter().any(|k| k.len() == depth);
     let mut children: Vec<char> = keys
         .iter()
@@ -228,14 +365,14 @@ fn none_of_suffix(keys: &[Vec<char>], depth: usize) -> Hir {
     if !ends_here {
         alts.push(Hir::empty());
     }
-    let mut other = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]);
+    let mut other = alphabet.clone();
     other.difference(&ClassUnicode::new(
         children.iter().map(|&c| ClassUnicodeRange::new(c, c)),
     ));
     if other.ranges().iter().next().is_some() {
         alts.push(Hir::concat(vec![
             Hir::class(Class::Unicode(other)),
-            any_string(),
+            repeat(Hir::class(Class::Unicode(alphabet.clone())), 0, None),
         ]));
     }
     for &c in &children {
@@ -246,7 +383,7 @@ fn none_of_suffix(keys: &[Vec<char>], depth: usize) -> Hir {
             .collect();
         alts.push(Hir::concat(vec![
             Hir::literal(c.to_string().into_bytes()),
-            none_of_suffix(&sub, depth + 1),
+            none_of_suffix(&sub, depth + 1, alphabet),
         ]));
     }
     Hir::alternation(alts)
@@ -390,6 +527,38 @@ mod tests {
         ] {
             assert_eq!(full(&t, &literal_text(s)), ok, "{s:?}");
         }
+    }
+
+    #[test]
+    fn names_within_a_class_star_and_outside_it() {
+        let c = class_star(&parse_chars("^[a-c]*$").unwrap()).unwrap();
+        let keys = ["ab".to_string(), "x".to_string()];
+        let inside = string_terminal(&none_of_within(&keys, &c)).unwrap();
+        let outside = string_terminal(&outside_class_star(&c)).unwrap();
+        for (s, i, o) in [
+            ("", true, false),
+            ("ab", false, false),
+            ("abc", true, false),
+            ("x", false, true),
+            ("ax", false, true),
+        ] {
+            assert_eq!(full(&inside, &literal_text(s)), i, "{s:?}");
+            assert_eq!(full(&outside, &literal_text(s)), o, "{s:?}");
+        }
+        assert!(class_star(&parse_chars("^[a-c]+$").unwrap()).is_none());
+        assert!(class_star(&parse_chars("[a-c]*").unwrap()).is_none());
+    }
+
+    #[test]
+    fn universal_and_finite_patterns() {
+        let p = |re: &str| parse_chars(re).unwrap();
+        assert!(is_universal(&p(".*")) && is_universal(&p("a?")));
+        assert!(!is_universal(&p("^.*$")) && !is_universal(&p("a")));
+        assert!(is_universal(&p("^[a-z]*")) && !is_universal(&p("a$")));
+        let words = finite_strings(&unanchored(&p("^[a-c]x?$")), 16).unwrap();
+        assert_eq!(words, ["a", "ax", "b", "bx", "c", "cx"]);
+        assert!(finite_strings(&unanchored(&p("a")), 16).is_none());
+        assert!(finite_strings(&p("[a-z]{4}"), 1000).is_none());
     }
 
     #[test]

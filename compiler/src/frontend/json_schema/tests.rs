@@ -112,3 +112,141 @@ fn listed_values_are_filtered_by_every_keyword_beside_them() {
         assert_eq!(ok(doc), want, "{doc}");
     }
 }
+
+/// The grammar accepts exactly the instances the `jsonschema` crate validates (formats
+/// asserted), over every given instance written compactly.
+fn agrees_with_validator(schema: &Value, instances: &[Value]) {
+    let ok = accepts(schema, &SchemaOptions::default());
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .unwrap();
+    for v in instances {
+        let text = serde_json::to_string(v).unwrap();
+        assert_eq!(ok(&text), validator.is_valid(v), "{schema}: {text}");
+    }
+}
+
+/// Objects with every subset of the members `names` (in that order, values from
+/// `value`), and a few non-objects.
+fn member_subsets(names: &[&str], value: &Value) -> Vec<Value> {
+    let mut out = vec![json!(null), json!("s"), json!(1), json!([])];
+    for bits in 0u32..(1 << names.len()) {
+        let mut m = serde_json::Map::new();
+        for (i, n) in names.iter().enumerate() {
+            if bits & (1 << i) != 0 {
+                m.insert(n.to_string(), value.clone());
+            }
+        }
+        out.push(Value::Object(m));
+    }
+    out
+}
+
+#[test]
+fn dependencies_in_both_forms_are_exact() {
+    // Names declared nowhere are additional members, in any order.
+    let s = json!({"dependentSchemas": {"e": {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}, "additionalProperties": {"type": "integer"}});
+    agrees_with_validator(&s, &member_subsets(&["e", "d", "c", "b", "a"], &json!(1)));
+    agrees_with_validator(&s, &member_subsets(&["c", "a", "e", "b"], &json!(1)));
+    let objects = member_subsets(&["a", "b", "c", "d", "e"], &json!(1));
+    for s in [
+        s,
+        json!({"type": "object", "dependencies": {"a": ["b", "c"], "b": ["d"]}}),
+        json!({"dependentRequired": {"c": ["a"]}, "properties": {"a": {}, "b": {}, "c": {}}}),
+        json!({"dependencies": {"a": {"anyOf": [{"required": ["b"]}, {"required": ["c"]}]}, "b": {"not": {"required": ["a"]}}}}),
+        json!({"properties": {"a": {}, "b": {}}, "patternProperties": {"^[a-e]$": true}, "additionalProperties": false,
+               "dependencies": {"a": ["c"], "c": {"not": {"required": ["d"]}}}, "maxProperties": 3}),
+        json!({"allOf": [{"dependencies": {"a": ["b"]}}, {"dependencies": {"a": ["c"], "d": ["e"]}}]}),
+    ] {
+        agrees_with_validator(&s, &objects);
+    }
+}
+
+#[test]
+fn presence_conditions_in_not_one_of_and_if() {
+    let objects = member_subsets(&["a", "b", "c"], &json!("x"));
+    for s in [
+        json!({"not": {"allOf": [{"required": ["a"]}, {"required": ["b"]}]}}),
+        json!({"type": "object", "oneOf": [{"required": ["a", "b"]}, {"required": ["c"]}]}),
+        json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+        json!({"anyOf": [{"required": ["a"]}, {"type": "string"}], "properties": {"a": {"type": "string"}}}),
+        json!({"if": {"required": ["a"]}, "then": {"required": ["b"]}, "else": {"not": {"required": ["c"]}}}),
+        json!({"properties": {"a": {"type": "string"}, "b": {}},
+               "dependencies": {"b": {"not": {"properties": {"a": {"type": "string"}}, "required": ["a"]}}}}),
+        json!({"properties": {"a": {}, "b": {}, "c": {}}, "not": {"properties": {"a": false}}}),
+        json!({"enum": [{"a": "x"}, {"a": "x", "b": "x"}, {"c": "x"}, "s", {}],
+               "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["c"]}]}),
+    ] {
+        agrees_with_validator(&s, &objects);
+    }
+    // A condition on member values is still reported.
+    let by_value = json!({"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["b"]}});
+    let e = schema_to_grammar(&by_value, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("if"));
+    let value_dep = json!({"dependentSchemas": {"a": {"properties": {"b": {"type": "integer"}}}}});
+    let e = schema_to_grammar(&value_dep, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("dependentSchemas"));
+}
+
+#[test]
+fn unique_items_over_a_short_list() {
+    let s = json!({"type": "array", "uniqueItems": true, "minItems": 1, "maxItems": 3,
+                   "items": {"enum": ["x", "y", 1, 1.0, true, "z"], "not": {"const": "z"}}});
+    let mut instances = vec![json!([]), json!("x"), json!(["z"]), json!([1, 1.0])];
+    let values = [json!("x"), json!("y"), json!(1), json!(true)];
+    for a in &values {
+        instances.push(json!([a]));
+        for b in &values {
+            instances.push(json!([a, b]));
+            for c in &values {
+                instances.push(json!([a, b, c]));
+                instances.push(json!([a, b, c, "x"]));
+            }
+        }
+    }
+    agrees_with_validator(&s, &instances);
+    let open = json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}});
+    let e = schema_to_grammar(&open, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("uniqueItems"));
+}
+
+#[test]
+fn pattern_properties_that_match_every_name_or_a_class_star() {
+    let instances: Vec<Value> = [
+        r#"{}"#,
+        r#"{"basic":"a"}"#,
+        r#"{"basic":1}"#,
+        r#"{"x":"a"}"#,
+        r#"{"x":1}"#,
+        r#"{"basic":"a","x y":"b","_":2}"#,
+        r#"{"a\nb":1}"#,
+        r#"{"a\nb":"s","ab":"t"}"#,
+        r#"{"ab":[]}"#,
+    ]
+    .iter()
+    .map(|t| serde_json::from_str(t).unwrap())
+    .collect();
+    for s in [
+        json!({"properties": {"basic": {"type": "string"}}, "patternProperties": {".*": {"type": "string"}}}),
+        json!({"patternProperties": {"^[a-z0-9_]*": {"type": ["string", "array"]}}, "additionalProperties": false}),
+        json!({"patternProperties": {"^.*$": {"type": "string"}}}),
+        json!({"properties": {"basic": {"minLength": 1}}, "patternProperties": {"^[a-z_]*$": {"type": "string"}}, "additionalProperties": {"type": "integer"}}),
+    ] {
+        agrees_with_validator(&s, &instances);
+    }
+}
+
+#[test]
+fn unknown_formats_are_listed_annotations() {
+    let s = json!({"type": "string", "format": "country-code", "maxLength": 2});
+    let g = schema_to_grammar(&s, "s", &SchemaOptions::default()).unwrap();
+    assert_eq!(g.warnings.len(), 1);
+    assert_eq!(g.warnings[0].keyword.as_deref(), Some("format"));
+    assert_eq!(g.warnings[0].pointer, "#/format");
+    agrees_with_validator(&s, &[json!("de"), json!("deu"), json!(""), json!(1)]);
+    // Formats the specification defines but that have no exact grammar stay errors.
+    let hostname = json!({"type": "string", "format": "hostname"});
+    let e = schema_to_grammar(&hostname, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("format"));
+}
