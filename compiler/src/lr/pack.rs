@@ -56,7 +56,7 @@ impl FreeSlots {
 /// every `base[r] + columns` within the slots. Fails when that would take more than
 /// `max_slots` slots (or more than a `u32` can index).
 pub(crate) fn pack<'a>(
-    rows: impl ExactSizeIterator<Item = &'a [u32]> + Clone,
+    rows: impl ExactSizeIterator<Item = &'a [u32]>,
     columns: u32,
     max_slots: usize,
 ) -> Result<Comb, TooManySlots> {
@@ -123,7 +123,7 @@ pub(crate) fn pack<'a>(
 mod tests {
     use super::*;
 
-    fn rows_of(rows: &[Vec<u32>]) -> impl ExactSizeIterator<Item = &[u32]> + Clone {
+    fn rows_of(rows: &[Vec<u32>]) -> impl ExactSizeIterator<Item = &[u32]> {
         rows.iter().map(|r| r.as_slice())
     }
 
