@@ -302,9 +302,10 @@ fn wrong_magic_and_version_are_specific_errors() {
             e => panic!("magic {magic:?}: {e:?}"),
         }
     }
-    // Versions 1 and 2 are real older artifacts (no Parser DWA; no ignore follow
-    // sets): refused, with "recompile".
-    for version in [0u32, 1, 2, FORMAT_VERSION + 1, u32::MAX] {
+    // Versions 1 to 5 are real older artifacts (no Parser DWA; no ignore follow sets;
+    // up to 4, dense LR tables the loader would find missing): refused, with
+    // "recompile".
+    for version in [0u32, 1, 2, 3, 4, 5, FORMAT_VERSION + 1, u32::MAX] {
         for resealed in [false, true] {
             let mut b = bytes.to_vec();
             b[8..12].copy_from_slice(&version.to_le_bytes());
@@ -312,8 +313,12 @@ fn wrong_magic_and_version_are_specific_errors() {
                 reseal(&mut b);
             }
             match load_err(&b, "bad version") {
-                EngineError::Artifact(ArtifactError::UnsupportedVersion { found, supported }) => {
+                e @ EngineError::Artifact(ArtifactError::UnsupportedVersion {
+                    found,
+                    supported,
+                }) => {
                     assert_eq!((found, supported), (version, FORMAT_VERSION));
+                    assert!(e.to_string().contains("recompile"), "{e}");
                 }
                 e => panic!("version {version}: {e:?}"),
             }
