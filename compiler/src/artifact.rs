@@ -83,9 +83,13 @@ pub fn build_artifact(
     w.add_pod(layout::DFA_BASE, &t.dfa_base)?;
     w.add_pod(layout::LAZY, &t.lazy)?;
     w.add_pod(layout::IGNORE, &t.ignore)?;
+    w.add_pod(layout::LR_ACTION_BASE, &lr.action_comb.base)?;
+    w.add_pod(layout::LR_ACTION_CHECK, &lr.action_comb.check)?;
     w.add_pod(layout::LR_ACTION_INDEX, &lr.action_index)?;
     w.add_pod(layout::LR_ACTIONS, &lr.actions)?;
-    w.add_pod(layout::LR_GOTO, &lr.goto)?;
+    w.add_pod(layout::LR_GOTO_BASE, &lr.goto_comb.base)?;
+    w.add_pod(layout::LR_GOTO_CHECK, &lr.goto_comb.check)?;
+    w.add_pod(layout::LR_GOTO_TARGET, &lr.goto_target)?;
     w.add_pod(layout::RULE_LHS, &lr.rule_lhs)?;
     w.add_pod(layout::RULE_LEN, &lr.rule_len)?;
     w.add_pod(layout::EXPECTED, &t.expected)?;

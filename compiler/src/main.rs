@@ -46,6 +46,9 @@ enum Command {
         /// Limit on LR(1) states, as for `compile`: past it the grammar is refused.
         #[arg(long, default_value_t = lr::DEFAULT_MAX_STATES)]
         max_lr_states: usize,
+        /// Limit on the bytes of the LR tables, as for `compile`.
+        #[arg(long, value_name = "BYTES", default_value_t = lr::DEFAULT_MAX_TABLE_BYTES)]
+        max_table_bytes: u64,
         /// Wall-clock limit in seconds, as for `compile` (default: none).
         #[arg(long, value_name = "SECS", value_parser = parse_time_limit)]
         time_limit: Option<Duration>,
@@ -65,6 +68,10 @@ enum Command {
         /// Limit on LR(1) states; compilation stops with an error past it.
         #[arg(long, default_value_t = lr::DEFAULT_MAX_STATES)]
         max_lr_states: usize,
+        /// Limit on the bytes of the LR tables (row-displacement action and goto
+        /// tables, actions, expected-terminal sets); checked before they are allocated.
+        #[arg(long, value_name = "BYTES", default_value_t = lr::DEFAULT_MAX_TABLE_BYTES)]
+        max_table_bytes: u64,
         /// Limit on Parser DWA states (all lexer boundaries together).
         #[arg(long, default_value_t = ParserDwaLimits::default().max_states)]
         max_dwa_states: usize,
@@ -286,14 +293,24 @@ fn main() -> ExitCode {
             grammar,
             source,
             max_lr_states,
+            max_table_bytes,
             time_limit,
-        } => check(&grammar, &source, max_lr_states, time_limit),
+        } => check(
+            &grammar,
+            &source,
+            lr::LrLimits {
+                max_states: max_lr_states,
+                max_table_bytes,
+            },
+            time_limit,
+        ),
         Command::Compile {
             grammar,
             source,
             tokenizer,
             output,
             max_lr_states,
+            max_table_bytes,
             max_dwa_states,
             max_weight_bytes,
             max_terminal_dwa_states,
@@ -307,6 +324,7 @@ fn main() -> ExitCode {
             &output,
             &pipeline::CompileOptions {
                 max_lr_states,
+                max_table_bytes,
                 dwa: ParserDwaLimits {
                     max_states: max_dwa_states,
                     max_weight_bytes,
@@ -385,7 +403,7 @@ fn main() -> ExitCode {
 fn check(
     path: &Path,
     args: &SourceArgs,
-    max_lr_states: usize,
+    lr_limits: lr::LrLimits,
     time_limit: Option<Duration>,
 ) -> Result<(), Failure> {
     let deadline = CompileBudget {
@@ -425,13 +443,14 @@ fn check(
     }
     let lexed = LexedGrammar { grammar, dfas };
     let started = Instant::now();
-    match pipeline::compile_parser_within(&lexed, max_lr_states, &deadline) {
+    match pipeline::compile_parser_within(&lexed, lr_limits, &deadline) {
         Ok(compiled) => {
             let t = &compiled.tables.lr;
             out!(
-                "  LR(1): {} states, {} actions, built in {:.1} ms; {} conflicting cells (GLR forks){}",
+                "  LR(1): {} states, {} actions, {} table bytes, built in {:.1} ms; {} conflicting cells (GLR forks){}",
                 t.num_states,
                 t.actions.len(),
+                t.view().table_bytes(),
                 started.elapsed().as_secs_f64() * 1e3,
                 compiled.automaton.conflicts.len(),
                 if compiled.automaton.conflicts.is_empty() { "" } else { ":" }

@@ -253,14 +253,15 @@ pub fn build_parser_dwa(
     let lexing = Lexing::new(tables);
     let boundaries = lexing.boundaries();
     let lr = tables.lr;
+    // Per nonterminal, the states with a goto on it, in increasing order (from the
+    // gotos present: a loop over states × nonterminals is quadratic on rule chains).
     let mut goto_states: Vec<Vec<u32>> = vec![Vec::new(); lr.num_nonterminals as usize];
-    for s in 0..lr.num_states {
-        for (a, states) in goto_states.iter_mut().enumerate() {
-            if lr.goto(s, a as u32).is_some() {
-                states.push(s);
-            }
-        }
+    for (s, a, _) in lr.gotos() {
+        goto_states[a as usize].push(s);
     }
+    goto_states
+        .iter_mut()
+        .for_each(|states| states.sort_unstable());
     let counter = AtomicUsize::new(1);
     let done = AtomicUsize::new(0);
     progress(0, boundaries.len());

@@ -173,16 +173,29 @@ impl From<crate::parser_dwa::ParserDwaError> for CompileError {
 pub struct CompileOptions {
     /// LR(1) states (`--max-lr-states`).
     pub max_lr_states: usize,
+    /// Bytes of the LR tables (`--max-table-bytes`).
+    pub max_table_bytes: u64,
     /// Parser DWA limits (`--max-dwa-states`, `--max-weight-bytes`).
     pub dwa: crate::parser_dwa::ParserDwaLimits,
     /// Time limit (`--time-limit`) and cancel flag of the whole compile.
     pub budget: CompileBudget,
 }
 
+impl CompileOptions {
+    /// The limits of the LR stage.
+    pub fn lr_limits(&self) -> crate::lr::LrLimits {
+        crate::lr::LrLimits {
+            max_states: self.max_lr_states,
+            max_table_bytes: self.max_table_bytes,
+        }
+    }
+}
+
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
             max_lr_states: crate::lr::DEFAULT_MAX_STATES,
+            max_table_bytes: crate::lr::DEFAULT_MAX_TABLE_BYTES,
             dwa: Default::default(),
             budget: Default::default(),
         }
@@ -197,7 +210,8 @@ pub struct CompiledParser {
     /// source's split by where their lexemes may end. Terminal and nonterminal ids in
     /// the tables, the Parser DWA and the artifact are this grammar's.
     pub lexed: LexedGrammar,
-    /// The automaton (with its conflicts, for reports).
+    /// The automaton, with its conflicts for reports (its tables are moved into
+    /// [`Self::tables`]`.lr`, so they are not kept twice).
     pub automaton: crate::lr::LrAutomaton,
     /// The tables the GLR runtime reads.
     pub tables: stackmask_formats::ParserTables,
@@ -208,13 +222,17 @@ pub fn compile_parser(
     lexed: &LexedGrammar,
     max_lr_states: usize,
 ) -> Result<CompiledParser, CompileError> {
-    compile_parser_within(lexed, max_lr_states, &Deadline::unlimited())
+    compile_parser_within(
+        lexed,
+        crate::lr::LrLimits::states(max_lr_states),
+        &Deadline::unlimited(),
+    )
 }
 
 /// [`compile_parser`] under a compile budget (polled by every stage in it).
 pub fn compile_parser_within(
     lexed: &LexedGrammar,
-    max_lr_states: usize,
+    limits: crate::lr::LrLimits,
     deadline: &Deadline,
 ) -> Result<CompiledParser, CompileError> {
     let product = crate::adjacency_product::product::<CompileError>(
@@ -226,7 +244,7 @@ pub fn compile_parser_within(
         Some(p) => (p.lexed, p.ignore_follow),
         None => (lexed.clone(), Vec::new()),
     };
-    let automaton = crate::lr::build_lr_within(&lexed.grammar, max_lr_states, deadline)?;
+    let mut automaton = crate::lr::build_lr_within(&lexed.grammar, limits, deadline)?;
     let g = &lexed.grammar;
     let lazy: Vec<bool> = g.terminals.iter().map(|t| t.lazy).collect();
     let mut tables = stackmask_formats::ParserTables::new(
@@ -234,7 +252,9 @@ pub fn compile_parser_within(
         &lazy,
         &g.ignore,
         g.allow_initial_skip,
-        automaton.tables.clone(),
+        // Moved, not cloned: the runtime tables are the only copy (the automaton
+        // keeps its conflicts and counts for reports).
+        std::mem::take(&mut automaton.tables),
     );
     tables.configs = crate::lexer_configs::build_lexer_configs::<CompileError>(
         &tables,
@@ -361,7 +381,7 @@ pub fn build_artifact_from_lexed(
     progress: impl Fn(&str) + Sync,
 ) -> Result<Built, BuildError> {
     progress("LR(1) automaton and lexer configurations");
-    let compiled = compile_parser_within(&lexed, options.max_lr_states, deadline)?;
+    let compiled = compile_parser_within(&lexed, options.lr_limits(), deadline)?;
     progress("tokenizer");
     let tokenizer = vocab::load_tokenizer(spec).map_err(PipelineError::from)?;
     progress("token trie");

@@ -208,14 +208,14 @@ impl<'a> Lexing<'a> {
         };
         let n = terminals as usize;
         let mut follows = vec![false; n * n];
-        for s in 0..tables.lr.num_states {
-            for a in 0..terminals {
-                for action in tables.lr.decoded_actions(s, a) {
-                    if let stackmask_formats::Action::Shift(to) = action {
-                        for b in 0..terminals {
-                            if tables.expects(to, b) {
-                                follows[a as usize * n + b as usize] = true;
-                            }
+        for (_, a, cell) in tables.lr.action_cells().filter(|&(_, a, _)| a < terminals) {
+            for &code in cell {
+                if let Some(stackmask_formats::Action::Shift(to)) =
+                    stackmask_formats::Action::decode(code)
+                {
+                    for b in 0..terminals {
+                        if tables.expects(to, b) {
+                            follows[a as usize * n + b as usize] = true;
                         }
                     }
                 }

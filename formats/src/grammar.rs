@@ -110,18 +110,35 @@ impl Grammar {
 impl Grammar {
     /// Which nonterminals derive the empty string (a fixpoint over the rules).
     pub fn nullable_nonterminals(&self) -> Vec<bool> {
+        // Per rule, how many right-hand-side symbols are not known nullable yet (a
+        // terminal never is); a rule at 0 makes its left-hand side nullable. Each
+        // nonterminal found nullable counts down the rules using it, once per use:
+        // linear, where sweeping all rules until nothing changes took one sweep per
+        // link of a rule chain written in the wrong order (quadratic).
+        let mut pending: Vec<usize> = self.rules.iter().map(|r| r.rhs.len()).collect();
+        let mut uses: Vec<Vec<u32>> = vec![Vec::new(); self.nonterminals.len()];
+        for (i, r) in self.rules.iter().enumerate() {
+            for s in &r.rhs {
+                if let Symbol::Nonterminal(n) = *s {
+                    uses[n as usize].push(i as u32);
+                }
+            }
+        }
         let mut nullable = vec![false; self.nonterminals.len()];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for r in &self.rules {
-                if !nullable[r.lhs as usize]
-                    && r.rhs
-                        .iter()
-                        .all(|s| matches!(s, Symbol::Nonterminal(n) if nullable[*n as usize]))
-                {
-                    nullable[r.lhs as usize] = true;
-                    changed = true;
+        let mut found: Vec<u32> = Vec::new();
+        for (i, r) in self.rules.iter().enumerate() {
+            if pending[i] == 0 && !nullable[r.lhs as usize] {
+                nullable[r.lhs as usize] = true;
+                found.push(r.lhs);
+            }
+        }
+        while let Some(n) = found.pop() {
+            for &i in &uses[n as usize] {
+                pending[i as usize] -= 1;
+                let lhs = self.rules[i as usize].lhs as usize;
+                if pending[i as usize] == 0 && !nullable[lhs] {
+                    nullable[lhs] = true;
+                    found.push(lhs as u32);
                 }
             }
         }

@@ -24,12 +24,23 @@ pub const DFA_BASE: SectionKind = SectionKind::from_tag(*b"DFAB");
 pub const LAZY: SectionKind = SectionKind::from_tag(*b"LAZY");
 /// Ignore terminals (`u32`).
 pub const IGNORE: SectionKind = SectionKind::from_tag(*b"IGNR");
-/// LR action index (`u32`, CSR offsets).
-pub const LR_ACTION_INDEX: SectionKind = SectionKind::from_tag(*b"LRAI");
+/// LR action cells, row displacement: per state, the slot of its terminal 0 (`u32`;
+/// see [`crate::lr::Comb`]).
+pub const LR_ACTION_BASE: SectionKind = SectionKind::from_tag(*b"LRAB");
+/// LR action cells: per slot, the owning state or `u32::MAX` (`u32`).
+pub const LR_ACTION_CHECK: SectionKind = SectionKind::from_tag(*b"LRAK");
+/// LR action index per slot (`u32`, CSR offsets into [`LR_ACTIONS`], slots + 1). Format
+/// versions up to 4 had a dense index per (state, terminal) under the tag `LRAI`.
+pub const LR_ACTION_INDEX: SectionKind = SectionKind::from_tag(*b"LRAX");
 /// LR actions (`u32`, encoded).
 pub const LR_ACTIONS: SectionKind = SectionKind::from_tag(*b"LRAC");
-/// LR goto table (`u32`).
-pub const LR_GOTO: SectionKind = SectionKind::from_tag(*b"LRGO");
+/// LR gotos, row displacement: per state, the slot of its nonterminal 0 (`u32`).
+pub const LR_GOTO_BASE: SectionKind = SectionKind::from_tag(*b"LRGB");
+/// LR gotos: per slot, the owning state or `u32::MAX` (`u32`). Format versions up to 4
+/// had a dense goto table under the tag `LRGO`.
+pub const LR_GOTO_CHECK: SectionKind = SectionKind::from_tag(*b"LRGK");
+/// LR gotos: per slot, the target state (`u32`).
+pub const LR_GOTO_TARGET: SectionKind = SectionKind::from_tag(*b"LRGT");
 /// Rule left-hand sides (`u32`).
 pub const RULE_LHS: SectionKind = SectionKind::from_tag(*b"RLHS");
 /// Rule lengths (`u32`).

@@ -165,12 +165,8 @@ impl ParserTables {
         let words = (lr.num_terminals as usize).div_ceil(64);
         let eof = lr.eof();
         let mut expected = vec![0u64; lr.num_states as usize * words];
-        for s in 0..lr.num_states {
-            for t in 0..eof {
-                if !lr.actions(s, t).is_empty() {
-                    expected[s as usize * words + t as usize / 64] |= 1 << (t % 64);
-                }
-            }
+        for (s, t, _) in lr.view().action_cells().filter(|&(_, t, _)| t != eof) {
+            expected[s as usize * words + t as usize / 64] |= 1 << (t % 64);
         }
         ParserTables {
             dfa_trans,

@@ -172,8 +172,8 @@ impl Compiler {
         options: &CompileOptions,
         deadline: &Deadline,
     ) -> Result<Engine, PyErr> {
-        let compiled = compile_parser_within(&lexed, options.max_lr_states, deadline)
-            .map_err(compile_error)?;
+        let compiled =
+            compile_parser_within(&lexed, options.lr_limits(), deadline).map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
         let (parser_dwa, dwa_stats) =
             compile_mask_within(&compiled, vocab, &self.trie, options, deadline, &|_, _| {})
@@ -217,6 +217,7 @@ fn options(
     max_lr_states: Option<usize>,
     max_dwa_states: Option<usize>,
     max_weight_bytes: Option<usize>,
+    max_table_bytes: Option<u64>,
     time_limit: Option<f64>,
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<CompileOptions> {
@@ -231,6 +232,9 @@ fn options(
     o.budget.cancel = cancel.map(|c| c.flag.clone());
     if let Some(v) = max_lr_states {
         o.max_lr_states = v;
+    }
+    if let Some(v) = max_table_bytes {
+        o.max_table_bytes = v;
     }
     if let Some(v) = max_dwa_states {
         o.dwa.max_states = v;
@@ -258,7 +262,7 @@ impl Compiler {
     /// Limits end in `CompileLimitError` naming the limit; past `time_limit` seconds,
     /// `CompileTimeLimit` (a `CompileLimitError`); `cancel.cancel()` from another thread
     /// and Ctrl-C stop the compile too (`CompileCancelled`, `KeyboardInterrupt`).
-    #[pyo3(signature = (source, name = "<grammar>", *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, time_limit = None, cancel = None))]
+    #[pyo3(signature = (source, name = "<grammar>", *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_lark(
         &self,
@@ -268,6 +272,7 @@ impl Compiler {
         max_lr_states: Option<usize>,
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
+        max_table_bytes: Option<u64>,
         time_limit: Option<f64>,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
@@ -275,6 +280,7 @@ impl Compiler {
             max_lr_states,
             max_dwa_states,
             max_weight_bytes,
+            max_table_bytes,
             time_limit,
             cancel,
         )?;
@@ -284,7 +290,7 @@ impl Compiler {
     /// Compiles a regex (Python `re` syntax, as in a Lark regex literal; flags go inline,
     /// e.g. `(?i)`): the sentences are the strings the regex matches in full. It must not
     /// match the empty string. `time_limit` and `cancel` as for `compile_lark`.
-    #[pyo3(signature = (pattern, *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, time_limit = None, cancel = None))]
+    #[pyo3(signature = (pattern, *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_regex(
         &self,
@@ -293,6 +299,7 @@ impl Compiler {
         max_lr_states: Option<usize>,
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
+        max_table_bytes: Option<u64>,
         time_limit: Option<f64>,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
@@ -303,6 +310,7 @@ impl Compiler {
             max_lr_states,
             max_dwa_states,
             max_weight_bytes,
+            max_table_bytes,
             time_limit,
             cancel,
         )?;
@@ -315,7 +323,7 @@ impl Compiler {
     /// listed in `Grammar.warnings` instead. `whitespace` is `"compact"` (none) or
     /// `"free"`; `property_order` is `"declared"` or `"sorted"`. The GIL is released.
     /// `time_limit` and `cancel` as for `compile_lark`.
-    #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, time_limit = None, cancel = None))]
+    #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
@@ -327,6 +335,7 @@ impl Compiler {
         max_lr_states: Option<usize>,
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
+        max_table_bytes: Option<u64>,
         time_limit: Option<f64>,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
@@ -358,6 +367,7 @@ impl Compiler {
             max_lr_states,
             max_dwa_states,
             max_weight_bytes,
+            max_table_bytes,
             time_limit,
             cancel,
         )?;

@@ -112,6 +112,7 @@ class Compiler:
         max_lr_states: Optional[int] = None,
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
+        max_table_bytes: Optional[int] = None,
         time_limit: Optional[float] = None,
         cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
@@ -125,6 +126,7 @@ class Compiler:
         max_lr_states: Optional[int] = None,
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
+        max_table_bytes: Optional[int] = None,
         time_limit: Optional[float] = None,
         cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
@@ -139,6 +141,7 @@ class Compiler:
         max_lr_states: Optional[int] = None,
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
+        max_table_bytes: Optional[int] = None,
         time_limit: Optional[float] = None,
         cancel: Optional[CancelToken] = None,
     ) -> "Grammar":

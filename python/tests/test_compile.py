@@ -44,6 +44,8 @@ def test_unsupported_regex_feature_is_named(o200k_compiler):
 def test_limit_is_named(o200k_compiler, json_source):
     with pytest.raises(stackmask.CompileLimitError, match="max_lr_states"):
         o200k_compiler.compile_lark(json_source, max_lr_states=5)
+    with pytest.raises(stackmask.CompileLimitError, match="max_table_bytes"):
+        o200k_compiler.compile_lark(json_source, max_table_bytes=1000)
     with pytest.raises(stackmask.CompileLimitError, match="max_dwa_states"):
         o200k_compiler.compile_lark(json_source, max_dwa_states=3)
 

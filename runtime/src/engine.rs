@@ -15,7 +15,7 @@ use crate::reference::ReferenceEngine;
 use bytemuck::Pod;
 use stackmask_formats::artifact::{AlignedBytes, Artifact, ArtifactError, SectionKind};
 use stackmask_formats::layout::{self, ArtifactMeta};
-use stackmask_formats::lr::{validate_lr_grammar, LrSlices};
+use stackmask_formats::lr::{validate_lr_grammar, CombRef, LrSlices};
 use stackmask_formats::parser::split_dfas;
 use stackmask_formats::{
     KindsRef, ParserDwaRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef,
@@ -78,9 +78,13 @@ struct Ranges {
     dfa_base: Range<usize>,
     lazy: Range<usize>,
     ignore: Range<usize>,
+    action_base: Range<usize>,
+    action_check: Range<usize>,
     action_index: Range<usize>,
     actions: Range<usize>,
-    goto: Range<usize>,
+    goto_base: Range<usize>,
+    goto_check: Range<usize>,
+    goto_target: Range<usize>,
     rule_lhs: Range<usize>,
     rule_len: Range<usize>,
     expected: Range<usize>,
@@ -178,10 +182,15 @@ impl Engine {
         let (r_dfa_base, dfa_base) = range::<u32>(&artifact, base, layout::DFA_BASE)?;
         let (r_lazy, lazy) = range::<u8>(&artifact, base, layout::LAZY)?;
         let (r_ignore, ignore) = range::<u32>(&artifact, base, layout::IGNORE)?;
+        let (r_action_base, action_base) = range::<u32>(&artifact, base, layout::LR_ACTION_BASE)?;
+        let (r_action_check, action_check) =
+            range::<u32>(&artifact, base, layout::LR_ACTION_CHECK)?;
         let (r_action_index, action_index) =
             range::<u32>(&artifact, base, layout::LR_ACTION_INDEX)?;
         let (r_actions, actions) = range::<u32>(&artifact, base, layout::LR_ACTIONS)?;
-        let (r_goto, goto) = range::<u32>(&artifact, base, layout::LR_GOTO)?;
+        let (r_goto_base, goto_base) = range::<u32>(&artifact, base, layout::LR_GOTO_BASE)?;
+        let (r_goto_check, goto_check) = range::<u32>(&artifact, base, layout::LR_GOTO_CHECK)?;
+        let (r_goto_target, goto_target) = range::<u32>(&artifact, base, layout::LR_GOTO_TARGET)?;
         let (r_rule_lhs, rule_lhs) = range::<u32>(&artifact, base, layout::RULE_LHS)?;
         let (r_rule_len, rule_len) = range::<u32>(&artifact, base, layout::RULE_LEN)?;
         let (r_expected, expected) = range::<u64>(&artifact, base, layout::EXPECTED)?;
@@ -231,9 +240,17 @@ impl Engine {
                 num_terminals: meta.num_terminals,
                 num_nonterminals: meta.num_nonterminals,
                 start_state: meta.start_state,
+                action_comb: CombRef {
+                    base: action_base,
+                    check: action_check,
+                },
                 action_index,
                 actions,
-                goto,
+                goto_comb: CombRef {
+                    base: goto_base,
+                    check: goto_check,
+                },
+                goto_target,
                 rule_lhs,
                 rule_len,
             },
@@ -318,9 +335,13 @@ impl Engine {
             dfa_base: r_dfa_base,
             lazy: r_lazy,
             ignore: r_ignore,
+            action_base: r_action_base,
+            action_check: r_action_check,
             action_index: r_action_index,
             actions: r_actions,
-            goto: r_goto,
+            goto_base: r_goto_base,
+            goto_check: r_goto_check,
+            goto_target: r_goto_target,
             rule_lhs: r_rule_lhs,
             rule_len: r_rule_len,
             expected: r_expected,
@@ -386,9 +407,17 @@ impl Engine {
                 num_terminals: self.meta.num_terminals,
                 num_nonterminals: self.meta.num_nonterminals,
                 start_state: self.meta.start_state,
+                action_comb: CombRef {
+                    base: self.arr(&r.action_base),
+                    check: self.arr(&r.action_check),
+                },
                 action_index: self.arr(&r.action_index),
                 actions: self.arr(&r.actions),
-                goto: self.arr(&r.goto),
+                goto_comb: CombRef {
+                    base: self.arr(&r.goto_base),
+                    check: self.arr(&r.goto_check),
+                },
+                goto_target: self.arr(&r.goto_target),
                 rule_lhs: self.arr(&r.rule_lhs),
                 rule_len: self.arr(&r.rule_len),
             },

@@ -216,7 +216,7 @@ fn cli_validate_on_a_damaged_artifact_exits_2() {
     // Semantic damage behind valid checksums.
     let mut p = Parts::of(good);
     let n = p.meta().num_states;
-    p.edit_u32s(layout::LR_GOTO, |g| {
+    p.edit_u32s(layout::LR_GOTO_TARGET, |g| {
         let i = g.iter().position(|&x| x != u32::MAX).unwrap();
         g[i] = n;
     });

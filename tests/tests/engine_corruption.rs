@@ -302,9 +302,10 @@ fn wrong_magic_and_version_are_specific_errors() {
             e => panic!("magic {magic:?}: {e:?}"),
         }
     }
-    // Versions 1 and 2 are real older artifacts (no Parser DWA; no ignore follow
-    // sets): refused, with "recompile".
-    for version in [0u32, 1, 2, FORMAT_VERSION + 1, u32::MAX] {
+    // Versions 1 to 5 are real older artifacts (no Parser DWA; no ignore follow sets;
+    // up to 4, dense LR tables the loader would find missing): refused, with
+    // "recompile".
+    for version in [0u32, 1, 2, 3, 4, 5, FORMAT_VERSION + 1, u32::MAX] {
         for resealed in [false, true] {
             let mut b = bytes.to_vec();
             b[8..12].copy_from_slice(&version.to_le_bytes());
@@ -312,8 +313,12 @@ fn wrong_magic_and_version_are_specific_errors() {
                 reseal(&mut b);
             }
             match load_err(&b, "bad version") {
-                EngineError::Artifact(ArtifactError::UnsupportedVersion { found, supported }) => {
+                e @ EngineError::Artifact(ArtifactError::UnsupportedVersion {
+                    found,
+                    supported,
+                }) => {
                     assert_eq!((found, supported), (version, FORMAT_VERSION));
+                    assert!(e.to_string().contains("recompile"), "{e}");
                 }
                 e => panic!("version {version}: {e:?}"),
             }
@@ -493,25 +498,77 @@ fn crafted_cases() -> Vec<Case> {
         // Gotos and rules.
         case("goto out of range", Invalid, move |p| {
             let n = states(p);
-            p.edit_u32s(LR_GOTO, |g| {
+            p.edit_u32s(LR_GOTO_TARGET, |g| {
                 let i = find(g, |x| x != u32::MAX);
                 g[i] = n;
             })
         }),
         case(
-            "goto where there was none, out of range",
+            "goto slot where there was none, owned by a state out of range",
             Invalid,
             move |p| {
                 let n = states(p);
-                p.edit_u32s(LR_GOTO, |g| {
+                p.edit_u32s(LR_GOTO_CHECK, |g| {
                     let i = find(g, |x| x == u32::MAX);
                     g[i] = n + 5;
                 })
             },
         ),
-        case("goto table one entry short", Invalid, |p| {
-            p.edit_u32s(LR_GOTO, |g| {
+        case("goto targets one entry short", Invalid, |p| {
+            p.edit_u32s(LR_GOTO_TARGET, |g| {
                 g.pop();
+            })
+        }),
+        case("goto checks one entry short", Invalid, |p| {
+            p.edit_u32s(LR_GOTO_CHECK, |g| {
+                g.pop();
+            })
+        }),
+        case("goto row base past the slots", Invalid, |p| {
+            p.edit_u32s(LR_GOTO_BASE, |b| b[0] = u32::MAX)
+        }),
+        case("goto row bases one entry short", Invalid, |p| {
+            p.edit_u32s(LR_GOTO_BASE, |b| {
+                b.pop();
+            })
+        }),
+        // Row displacement of the action cells.
+        case("LR action row base past the slots", Invalid, |p| {
+            let slots = p.u32s(LR_ACTION_CHECK).len() as u32;
+            p.edit_u32s(LR_ACTION_BASE, |b| b[0] = slots)
+        }),
+        case("LR action row base u32::MAX", Invalid, |p| {
+            p.edit_u32s(LR_ACTION_BASE, |b| {
+                let last = b.len() - 1;
+                b[last] = u32::MAX;
+            })
+        }),
+        case(
+            "LR action slot owned by a state out of range",
+            Invalid,
+            move |p| {
+                let n = states(p);
+                p.edit_u32s(LR_ACTION_CHECK, |c| {
+                    let i = find(c, |x| x != u32::MAX);
+                    c[i] = n;
+                })
+            },
+        ),
+        case("LR action slot freed, its actions kept", Invalid, |p| {
+            p.edit_u32s(LR_ACTION_CHECK, |c| {
+                let i = find(c, |x| x != u32::MAX);
+                c[i] = u32::MAX;
+            })
+        }),
+        case("LR action slot owned outside its row", Invalid, |p| {
+            // Slot 0 given to the state whose row starts furthest on: past its row.
+            let bases = p.u32s(LR_ACTION_BASE);
+            let s = (0..bases.len()).max_by_key(|&s| bases[s]).unwrap() as u32;
+            p.edit_u32s(LR_ACTION_CHECK, |c| c[0] = s)
+        }),
+        case("LR action checks one entry short", Invalid, |p| {
+            p.edit_u32s(LR_ACTION_CHECK, |c| {
+                c.pop();
             })
         }),
         case("rule lhs out of range", Invalid, move |p| {
@@ -901,9 +958,11 @@ fn crafted_cases() -> Vec<Case> {
         // Container-level consistency the engine relies on.
         case(
             "missing LR goto section",
-            Container(|e| matches!(e, ArtifactError::MissingSection(k) if *k == layout::LR_GOTO)),
+            Container(
+                |e| matches!(e, ArtifactError::MissingSection(k) if *k == layout::LR_GOTO_TARGET),
+            ),
             |p| {
-                p.sections.retain(|s| s.kind != LR_GOTO);
+                p.sections.retain(|s| s.kind != LR_GOTO_TARGET);
             },
         ),
         case(
@@ -961,8 +1020,20 @@ fn crafted_cases() -> Vec<Case> {
         }),
         case("every goto to the start state", ErrOrHarmless, move |p| {
             let s = meta(p).start_state;
-            p.edit_u32s(LR_GOTO, |g| g.iter_mut().for_each(|x| *x = s))
+            p.edit_u32s(LR_GOTO_TARGET, |g| g.iter_mut().for_each(|x| *x = s))
         }),
+        case(
+            "goto slots given to the next state",
+            ErrOrHarmless,
+            move |p| {
+                let n = states(p);
+                p.edit_u32s(LR_GOTO_CHECK, |c| {
+                    c.iter_mut()
+                        .filter(|x| **x != u32::MAX)
+                        .for_each(|x| *x = (*x + 1) % n)
+                })
+            },
+        ),
         case("per-terminal DFA bases scrambled", ErrOrHarmless, |p| {
             p.edit_u32s(DFA_BASE, |b| b.reverse())
         }),
@@ -1538,9 +1609,13 @@ fn section_kinds_are_the_documented_ones() {
         layout::DFA_BASE,
         layout::LAZY,
         layout::IGNORE,
+        layout::LR_ACTION_BASE,
+        layout::LR_ACTION_CHECK,
         layout::LR_ACTION_INDEX,
         layout::LR_ACTIONS,
-        layout::LR_GOTO,
+        layout::LR_GOTO_BASE,
+        layout::LR_GOTO_CHECK,
+        layout::LR_GOTO_TARGET,
         layout::RULE_LHS,
         layout::RULE_LEN,
         layout::EXPECTED,

@@ -973,16 +973,40 @@ impl<'a> Normalizer<'a> {
     }
 
     /// Least fixpoint over the productions: `a` is marked when some production of `a`
-    /// satisfies `holds` given the marks so far.
+    /// satisfies `holds` given the marks so far. `holds` may depend only on the
+    /// production's symbols and the marks of its nonterminals, monotonically.
+    ///
+    /// A worklist: a production is re-checked only when one of its nonterminals gets
+    /// marked. Sweeping all rules until nothing changed took one sweep per link of a
+    /// rule chain (`a0: a1`, …, `a{n}: "x"`): quadratic, 2 s of `check` at 20,000 rules.
     fn fixpoint(&self, holds: impl Fn(&[PSym], &[bool]) -> bool) -> Vec<bool> {
+        // Per nonterminal, the productions using it as `(user, production)`, each once.
+        let mut uses: Vec<Vec<(usize, usize)>> = vec![Vec::new(); self.nts.len()];
+        for (a, nt) in self.nts.iter().enumerate() {
+            for (i, p) in nt.prods.iter().enumerate() {
+                for s in p {
+                    if let PSym::N(b) = *s {
+                        // Only this production appends to `uses[b]` while it is read.
+                        if uses[b].last() != Some(&(a, i)) {
+                            uses[b].push((a, i));
+                        }
+                    }
+                }
+            }
+        }
         let mut marked = vec![false; self.nts.len()];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (a, nt) in self.nts.iter().enumerate() {
-                if !marked[a] && nt.prods.iter().any(|p| holds(p, &marked)) {
+        let mut found = Vec::new();
+        for (a, nt) in self.nts.iter().enumerate() {
+            if nt.prods.iter().any(|p| holds(p, &marked)) {
+                marked[a] = true;
+                found.push(a);
+            }
+        }
+        while let Some(b) = found.pop() {
+            for &(a, i) in &uses[b] {
+                if !marked[a] && holds(&self.nts[a].prods[i], &marked) {
                     marked[a] = true;
-                    changed = true;
+                    found.push(a);
                 }
             }
         }

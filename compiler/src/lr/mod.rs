@@ -10,9 +10,12 @@
 //! Conflicts (shift/reduce, reduce/reduce) are not resolved: each is a GLR fork, and
 //! [`Conflict`] records them so `stackmask check` can show grammar authors where.
 
+mod pack;
+
 use crate::analysis::{members, union_into, FirstSets};
 use crate::budget::{BudgetError, Deadline, Poll, Stage};
 use rustc_hash::FxHashMap;
+use stackmask_formats::lr::Comb;
 use stackmask_formats::{Action, Grammar, LrTables, Symbol};
 #[cfg(test)]
 use std::collections::HashMap;
@@ -42,21 +45,21 @@ pub enum LrError {
         /// The largest value the encoding allows.
         limit: u64,
     },
-    /// The tables would take more memory than [`MAX_TABLE_BYTES`] (checked before
-    /// anything is allocated).
+    /// The tables would take more memory than their limit (checked before each array
+    /// is allocated and while the row-displacement tables grow).
     #[error(
-        "the LR tables would take {bytes} bytes ({states} states × {columns} columns), above \
-         the limit of {limit} bytes (max_table_bytes); simplify the grammar (a long chain of \
-         distinct nested rules makes a table row per state for every rule)"
+        "the LR tables would take more than {bytes} bytes ({states} states, {cells} table cells \
+         with an action or a goto), above the limit of {limit} bytes (max_table_bytes); raise it \
+         with --max-table-bytes or simplify the grammar"
     )]
     TableBytes {
-        /// Bytes the dense goto table and the action row index would take.
+        /// Bytes the tables needed when they passed the limit (at least).
         bytes: u64,
         /// LR(1) states.
         states: usize,
-        /// Terminal plus nonterminal columns.
-        columns: usize,
-        /// [`MAX_TABLE_BYTES`].
+        /// Action cells plus gotos present.
+        cells: usize,
+        /// The limit ([`LrLimits::max_table_bytes`]).
         limit: u64,
     },
     /// The compile's time limit passed, or it was cancelled.
@@ -64,10 +67,36 @@ pub enum LrError {
     Budget(#[from] BudgetError),
 }
 
-/// Memory the LR tables may take (the dense goto table and the per-cell action index,
-/// 4 bytes a cell): past it the compile stops with [`LrError::TableBytes`] before
-/// allocating, instead of an allocation failure that aborts the process.
-pub const MAX_TABLE_BYTES: u64 = 1 << 30;
+/// Default limit on the memory of the LR tables (`--max-table-bytes`): the
+/// row-displacement action and goto tables, the actions, and the per-state
+/// expected-terminal sets the runtime derives from them. The tables grow with the cells
+/// present, so only grammars with very many states × terminals come near it.
+pub const DEFAULT_MAX_TABLE_BYTES: u64 = 1 << 30;
+
+/// Limits of the LR stage; each ends in an [`LrError`] that names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LrLimits {
+    /// LR(1) states (`--max-lr-states`, [`LrError::TooManyStates`]).
+    pub max_states: usize,
+    /// Bytes of the tables (`--max-table-bytes`, [`LrError::TableBytes`]).
+    pub max_table_bytes: u64,
+}
+
+impl Default for LrLimits {
+    fn default() -> Self {
+        LrLimits::states(DEFAULT_MAX_STATES)
+    }
+}
+
+impl LrLimits {
+    /// `max_states` states and the default table memory.
+    pub fn states(max_states: usize) -> Self {
+        LrLimits {
+            max_states,
+            max_table_bytes: DEFAULT_MAX_TABLE_BYTES,
+        }
+    }
+}
 
 /// The largest `max_states` [`build_lr`] accepts: shift actions store the target state
 /// in 30 bits ([`Action::MAX_PAYLOAD`]).
@@ -96,6 +125,54 @@ pub struct Conflict {
     pub actions: Vec<Action>,
     /// The competing items, rendered `A → α • β`.
     pub items: Vec<String>,
+}
+
+/// The LR(1) tables before packing: each state's cells in column order, in CSR arrays
+/// (linear in the cells present). [`build_lr`] packs them into [`LrTables`]; tests
+/// compare the packed lookups with these.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SparseTables {
+    /// Per state, plus a final entry: its action cells are `row_start[s]..row_start[s + 1]`.
+    pub row_start: Vec<u32>,
+    /// Terminal of each action cell.
+    pub cell_terminal: Vec<u32>,
+    /// Per action cell, plus a final entry: its encoded actions are
+    /// `actions[cell_start[c]..cell_start[c + 1]]` (shift first, then reductions).
+    pub cell_start: Vec<u32>,
+    /// Encoded [`Action`]s.
+    pub actions: Vec<u32>,
+    /// Per state, plus a final entry: its gotos are `goto_start[s]..goto_start[s + 1]`.
+    pub goto_start: Vec<u32>,
+    /// Nonterminal of each goto.
+    pub goto_nonterminal: Vec<u32>,
+    /// Target state of each goto.
+    pub goto_target: Vec<u32>,
+    /// Left-hand side of each rule (augmented rule last).
+    pub rule_lhs: Vec<u32>,
+    /// Right-hand-side length of each rule.
+    pub rule_len: Vec<u32>,
+}
+
+impl SparseTables {
+    fn range(index: &[u32], i: usize) -> std::ops::Range<usize> {
+        index[i] as usize..index[i + 1] as usize
+    }
+
+    /// The cells of `state` as `(terminal, encoded actions)`, in terminal order.
+    pub fn cells(&self, state: u32) -> impl Iterator<Item = (u32, &[u32])> + '_ {
+        Self::range(&self.row_start, state as usize).map(|c| {
+            (
+                self.cell_terminal[c],
+                &self.actions[Self::range(&self.cell_start, c)],
+            )
+        })
+    }
+
+    /// The gotos of `state` as `(nonterminal, target)`, in nonterminal order.
+    pub fn gotos(&self, state: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        Self::range(&self.goto_start, state as usize)
+            .map(|i| (self.goto_nonterminal[i], self.goto_target[i]))
+    }
 }
 
 /// The LR(1) automaton: tables for the runtime plus what reports need.
@@ -214,22 +291,142 @@ impl<'g> Augmented<'g> {
 type ItemSet = Vec<(u32, u32, Bits)>;
 
 /// Builds the canonical LR(1) automaton with at most `max_states` states
-/// ([`LrError::TooManyStates`] beyond). `max_states` itself may not exceed
-/// [`MAX_ENCODABLE_STATES`], and the grammar's rules and the tables' cell counts must
-/// fit the table encoding ([`LrError::EncodingLimit`]): refused up front rather than
-/// written as action codes or indices that lose their top bits.
+/// ([`LrError::TooManyStates`] beyond) and the default table memory limit. `max_states`
+/// itself may not exceed [`MAX_ENCODABLE_STATES`], and the grammar's rules and the
+/// tables' sizes must fit the table encoding ([`LrError::EncodingLimit`]): refused up
+/// front rather than written as action codes or indices that lose their top bits.
 pub fn build_lr(g: &Grammar, max_states: usize) -> Result<LrAutomaton, LrError> {
-    build_lr_within(g, max_states, &Deadline::unlimited())
+    build_lr_within(g, LrLimits::states(max_states), &Deadline::unlimited())
 }
 
-/// [`build_lr`] under a compile budget: polled once per state built and per table
-/// row ([`LrError::Budget`] when it runs out).
+/// [`build_lr`] under explicit limits and a compile budget: polled once per state built
+/// and per table row ([`LrError::Budget`] when it runs out).
 pub fn build_lr_within(
     g: &Grammar,
-    max_states: usize,
+    limits: LrLimits,
     deadline: &Deadline,
 ) -> Result<LrAutomaton, LrError> {
-    deadline.check(Stage::Lr)?;
+    let mut poll = deadline.poll(Stage::Lr);
+    let mut steps = 0u64;
+    let (sparse, conflicts) = sparse_tables(g, limits, &mut poll, &mut steps)?;
+    poll.check()?;
+    let tables = pack_tables(g, sparse, limits.max_table_bytes)?;
+    debug_assert!(tables.validate().is_ok());
+    Ok(LrAutomaton {
+        tables,
+        conflicts,
+        construction_steps: steps,
+    })
+}
+
+/// The unpacked tables of [`build_lr`], for tests that check the packing against them.
+pub fn build_sparse_tables(g: &Grammar, max_states: usize) -> Result<SparseTables, LrError> {
+    let deadline = Deadline::unlimited();
+    let limits = LrLimits::states(max_states);
+    Ok(sparse_tables(g, limits, &mut deadline.poll(Stage::Lr), &mut 0)?.0)
+}
+
+/// Bytes of the tables besides the two combs' slots: the row bases, the actions and
+/// their index's final entry, and the expected-terminal sets (one bit per state and
+/// terminal, in whole `u64` words per state).
+fn fixed_table_bytes(states: usize, terminals: usize, actions: usize) -> u64 {
+    let words = terminals.div_ceil(64) as u64;
+    4 * (2 * states as u64 + actions as u64 + 1) + 8 * words * states as u64
+}
+
+/// Bytes a comb slot takes: its check entry and its payload (action index or goto).
+const SLOT_BYTES: u64 = 8;
+
+/// Packs sparse tables into the runtime's row-displacement form, within `limit` bytes
+/// ([`LrError::TableBytes`], checked before each comb grows past its share).
+fn pack_tables(g: &Grammar, sp: SparseTables, limit: u64) -> Result<LrTables, LrError> {
+    let n = sp.row_start.len() - 1;
+    let num_terminals = g.terminals.len() + 1;
+    let num_nonterminals = g.nonterminals.len() + 1;
+    let (cells, gotos) = (sp.cell_terminal.len(), sp.goto_target.len());
+    let fixed = fixed_table_bytes(n, num_terminals, sp.actions.len());
+    let over = |action_slots: usize, goto_slots: usize| {
+        let bytes = fixed + SLOT_BYTES * (action_slots + goto_slots) as u64;
+        (bytes > limit).then_some(LrError::TableBytes {
+            bytes,
+            states: n,
+            cells: cells + gotos,
+            limit,
+        })
+    };
+    // Each comb has at least a slot per cell: refuse before packing if even that is over.
+    if let Some(e) = over(cells, gotos) {
+        return Err(e);
+    }
+    // A comb's share of the limit, given the other's slots.
+    let share = |other: usize| ((limit - fixed) / SLOT_BYTES) as usize - other;
+    // Past its share, or past what a u32 indexes (with a limit of many GB).
+    let refuse = |action_slots: usize, goto_slots: usize| {
+        over(action_slots, goto_slots).unwrap_or(LrError::EncodingLimit {
+            what: "the LR table's slot count",
+            value: action_slots.max(goto_slots) as u64,
+            limit: u32::MAX as u64,
+        })
+    };
+    let action_comb = pack::pack(
+        (0..n).map(|s| &sp.cell_terminal[SparseTables::range(&sp.row_start, s)]),
+        num_terminals as u32,
+        share(gotos),
+    )
+    .map_err(|e| refuse(e.slots, gotos))?;
+    let goto_comb = pack::pack(
+        (0..n).map(|s| &sp.goto_nonterminal[SparseTables::range(&sp.goto_start, s)]),
+        num_nonterminals as u32,
+        share(action_comb.check.len()),
+    )
+    .map_err(|e| refuse(action_comb.check.len(), e.slots))?;
+    // Payloads in slot order: the cell of slot `p` is found in its row by column.
+    let cell_of = |index: &[u32], columns: &[u32], row: u32, column: u32| {
+        let r = SparseTables::range(index, row as usize);
+        r.start
+            + columns[r]
+                .binary_search(&column)
+                .expect("an owned slot is a cell")
+    };
+    let mut action_index = Vec::with_capacity(action_comb.check.len() + 1);
+    let mut actions = Vec::with_capacity(sp.actions.len());
+    action_index.push(0u32);
+    for (p, &s) in action_comb.check.iter().enumerate() {
+        if s != Comb::FREE {
+            let t = (p - action_comb.base[s as usize] as usize) as u32;
+            let c = cell_of(&sp.row_start, &sp.cell_terminal, s, t);
+            actions.extend_from_slice(&sp.actions[SparseTables::range(&sp.cell_start, c)]);
+        }
+        action_index.push(actions.len() as u32);
+    }
+    let mut goto_target = vec![LrTables::NO_GOTO; goto_comb.check.len()];
+    for (s, a, p) in goto_comb.view().cells() {
+        goto_target[p] = sp.goto_target[cell_of(&sp.goto_start, &sp.goto_nonterminal, s, a)];
+    }
+    Ok(LrTables {
+        num_states: n as u32,
+        num_terminals: num_terminals as u32,
+        num_nonterminals: num_nonterminals as u32,
+        start_state: 0,
+        action_comb,
+        action_index,
+        actions,
+        goto_comb,
+        goto_target,
+        rule_lhs: sp.rule_lhs,
+        rule_len: sp.rule_len,
+    })
+}
+
+/// The item sets and the unpacked tables, with every conflicting cell.
+fn sparse_tables(
+    g: &Grammar,
+    limits: LrLimits,
+    poll: &mut Poll<'_>,
+    steps: &mut u64,
+) -> Result<(SparseTables, Vec<Conflict>), LrError> {
+    poll.check()?;
+    let max_states = limits.max_states;
     within("max_lr_states", max_states, MAX_ENCODABLE_STATES)?;
     // Reduce actions name rules (the augmented rule included) in 30 bits too.
     within(
@@ -239,46 +436,39 @@ pub fn build_lr_within(
     )?;
     let aug = Augmented::new(g);
     let num_terminals = aug.eof as usize + 1;
-    let num_nonterminals = g.nonterminals.len() + 1;
     let start_rule = (aug.rules.len() - 1) as u32;
-
-    let mut poll = deadline.poll(Stage::Lr);
-    let mut steps = 0u64;
     let ItemSets {
         kernels,
         transitions,
         closed,
-    } = item_sets(&aug, max_states, &mut poll, &mut steps)?;
+    } = item_sets(&aug, max_states, poll, steps)?;
+    drop(kernels);
 
-    // Tables. The runtime indexes cells as `state * columns + column` in u32.
-    let n = kernels.len();
-    let u32_cells = u32::MAX as usize;
-    within(
-        "the action table's cell count",
-        n * num_terminals,
-        u32_cells,
-    )?;
-    within(
-        "the goto table's cell count",
-        n * num_nonterminals,
-        u32_cells,
-    )?;
-    let bytes = 4 * (n as u64) * (num_terminals + num_nonterminals) as u64;
-    if bytes > MAX_TABLE_BYTES {
+    let n = closed.len();
+    // The expected-terminal sets are dense (a bit per state and terminal): refused
+    // here, before the rows, when they alone pass the limit.
+    let fixed = fixed_table_bytes(n, num_terminals, 0);
+    if fixed > limits.max_table_bytes {
         return Err(LrError::TableBytes {
-            bytes,
+            bytes: fixed,
             states: n,
-            columns: num_terminals + num_nonterminals,
-            limit: MAX_TABLE_BYTES,
+            cells: 0,
+            limit: limits.max_table_bytes,
         });
     }
+    let u32_max = u32::MAX as usize;
     // One row at a time: the actions of a state as (terminal, action) pairs sorted by
-    // terminal (shift first, then reductions in item order), so no cell is allocated.
-    let mut goto = vec![LrTables::NO_GOTO; n * num_nonterminals];
+    // terminal (shift first, then reductions in item order); only cells present are
+    // stored.
+    let mut sp = SparseTables {
+        rule_lhs: aug.rules.iter().map(|r| r.0).collect(),
+        rule_len: aug.rules.iter().map(|r| r.1.len() as u32).collect(),
+        ..SparseTables::default()
+    };
     let mut conflicts = Vec::new();
-    let mut action_index = Vec::with_capacity(n * num_terminals + 1);
-    let mut actions = Vec::new();
-    action_index.push(0u32);
+    sp.row_start.push(0);
+    sp.cell_start.push(0);
+    sp.goto_start.push(0);
     let mut row: Vec<(u32, Action)> = Vec::new();
     for st in 0..n {
         poll.tick()?;
@@ -286,8 +476,21 @@ pub fn build_lr_within(
         for &(x, target) in &transitions[st] {
             match x {
                 Symbol::Terminal(t) => row.push((t, Action::Shift(target))),
-                Symbol::Nonterminal(a) => goto[st * num_nonterminals + a as usize] = target,
+                Symbol::Nonterminal(a) => {
+                    sp.goto_nonterminal.push(a);
+                    sp.goto_target.push(target);
+                }
             }
+        }
+        let gotos = sp.goto_start[st] as usize..sp.goto_nonterminal.len();
+        let mut by_nonterminal: Vec<(u32, u32)> = gotos
+            .clone()
+            .map(|i| (sp.goto_nonterminal[i], sp.goto_target[i]))
+            .collect();
+        by_nonterminal.sort_unstable();
+        for (i, (a, target)) in gotos.zip(by_nonterminal) {
+            sp.goto_nonterminal[i] = a;
+            sp.goto_target[i] = target;
         }
         for (r, d, la) in &closed[st] {
             if aug.next(*r, *d).is_some() {
@@ -303,16 +506,12 @@ pub fn build_lr_within(
         row.sort_by_key(|&(t, _)| t);
         // An item set holds one item per core, so no cell gets an action twice.
         debug_assert!(row.windows(2).all(|w| w[0] != w[1]));
-        let mut next = 0;
-        for t in 0..num_terminals as u32 {
-            let from = next;
-            while next < row.len() && row[next].0 == t {
-                actions.push(row[next].1.encode());
-                next += 1;
-            }
-            action_index.push(actions.len().min(u32_cells) as u32);
-            if next - from > 1 {
-                let cell: Vec<Action> = row[from..next].iter().map(|&(_, a)| a).collect();
+        for cell in row.chunk_by(|a, b| a.0 == b.0) {
+            let t = cell[0].0;
+            sp.cell_terminal.push(t);
+            sp.actions.extend(cell.iter().map(|&(_, a)| a.encode()));
+            sp.cell_start.push(sp.actions.len().min(u32_max) as u32);
+            if cell.len() > 1 {
                 let items = closed[st]
                     .iter()
                     .filter(|(r, d, la)| match aug.next(*r, *d) {
@@ -325,31 +524,23 @@ pub fn build_lr_within(
                 conflicts.push(Conflict {
                     state: st as u32,
                     terminal: t,
-                    actions: cell,
+                    actions: cell.iter().map(|&(_, a)| a).collect(),
                     items,
                 });
             }
         }
         // Checked per row, before an index could lose its top bits.
-        within("the number of LR actions", actions.len(), u32_cells)?;
+        within("the number of LR actions", sp.actions.len(), u32_max)?;
+        within(
+            "the number of LR table cells",
+            sp.cell_terminal.len(),
+            u32_max,
+        )?;
+        within("the number of LR gotos", sp.goto_target.len(), u32_max)?;
+        sp.row_start.push(sp.cell_terminal.len() as u32);
+        sp.goto_start.push(sp.goto_target.len() as u32);
     }
-    let tables = LrTables {
-        num_states: n as u32,
-        num_terminals: num_terminals as u32,
-        num_nonterminals: num_nonterminals as u32,
-        start_state: 0,
-        action_index,
-        actions,
-        goto,
-        rule_lhs: aug.rules.iter().map(|r| r.0).collect(),
-        rule_len: aug.rules.iter().map(|r| r.1.len() as u32).collect(),
-    };
-    debug_assert!(tables.validate().is_ok());
-    Ok(LrAutomaton {
-        tables,
-        conflicts,
-        construction_steps: steps,
-    })
+    Ok((sp, conflicts))
 }
 
 /// The canonical LR(1) collection: kernels, their transitions and closed item sets,
