@@ -44,12 +44,26 @@ pub enum Effect {
 
 /// A template's reductions did not end within [`MAX_REDUCTIONS`] / [`MAX_GROWTH`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the reductions before terminal {terminal} from LR state {state} do not end (over {MAX_REDUCTIONS} reductions or {MAX_GROWTH} states pushed without a shift: ε-rules that recurse without consuming input); the compiled mask path cannot bound them")]
+#[error("the reductions before terminal {terminal} from LR state {state} {limit}; the compiled mask path cannot bound them")]
 pub struct ReductionChainError {
     /// The terminal.
     pub terminal: u32,
     /// The LR state where the chain started.
     pub state: u32,
+    /// Which bound the chain passed.
+    pub limit: ChainLimit,
+}
+
+/// The bound a [`ReductionChainError`] names: the two have different causes, and the
+/// message says which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ChainLimit {
+    /// More than [`MAX_REDUCTIONS`] reductions without a shift.
+    #[error("take over {MAX_REDUCTIONS} reductions without a shift (a chain of rules that long, such as thousands of unit rules in a row, or ε-rules that recurse without consuming input)")]
+    Reductions,
+    /// More than [`MAX_GROWTH`] states pushed without a shift.
+    #[error("push over {MAX_GROWTH} states without a shift (ε-rules that recurse without consuming input)")]
+    Growth,
 }
 
 /// Runs terminal `t`'s template on `known` (a stack top, bottom first, not empty)
@@ -63,7 +77,11 @@ pub fn apply(
     let state = *known
         .last()
         .expect("a template runs on a non-empty stack top");
-    let error = ReductionChainError { terminal: t, state };
+    let error = |limit| ReductionChainError {
+        terminal: t,
+        state,
+        limit,
+    };
     let mut budget = MAX_REDUCTIONS;
     let mut work = vec![known.to_vec()];
     while let Some(stack) = work.pop() {
@@ -86,13 +104,13 @@ pub fn apply(
                         });
                         continue;
                     }
-                    budget = budget.checked_sub(1).ok_or(error.clone())?;
+                    budget = budget.checked_sub(1).ok_or(error(ChainLimit::Reductions))?;
                     let keep = stack.len() - n;
                     if let Some(g) = lr.goto(stack[keep - 1], lhs) {
                         let mut v = stack[..keep].to_vec();
                         v.push(g);
                         if v.len() > known.len() + MAX_GROWTH {
-                            return Err(error);
+                            return Err(error(ChainLimit::Growth));
                         }
                         work.push(v);
                     }

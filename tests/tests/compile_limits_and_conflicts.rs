@@ -388,3 +388,29 @@ fn a_cancel_during_the_parser_dwa_stops_its_workers() {
     }
     assert!(total.into_inner() > 4, "JSON has more than 4 boundaries");
 }
+
+/// A chain of unit rules longer than the template's reduction bound is refused with
+/// the bound it passed and a cause that fits (it once blamed ε-rules for any chain).
+#[test]
+fn a_unit_chain_past_the_reduction_bound_names_that_bound() {
+    let n = stackmask_compiler::template::MAX_REDUCTIONS as usize + 50;
+    let mut src = String::from("start: a0\n");
+    for i in 0..n - 1 {
+        src.push_str(&format!("a{i}: a{}\n", i + 1));
+    }
+    src.push_str(&format!("a{}: \"x\"\n", n - 1));
+    let err = pipeline::build_artifact_from_source(
+        &src,
+        "chain.lark",
+        "bytes",
+        &pipeline::CompileOptions::default(),
+        |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("over 10000 reductions without a shift") && err.contains("unit rules"),
+        "{err}"
+    );
+    assert!(!err.contains("push over"), "{err}");
+}
