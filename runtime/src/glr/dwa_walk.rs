@@ -21,7 +21,7 @@ use super::GlrState;
 use stackmask_formats::{ParserDwa, ParserDwaRef};
 
 /// Reusable buffers for the walk (a warm walk allocates nothing).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct DwaWalk {
     work: Vec<(u32, u32)>,
     /// Pairs already queued.

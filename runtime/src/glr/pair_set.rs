@@ -10,7 +10,7 @@
 //! multiply, a shift and a linear probe in a table kept at most half full.
 
 /// The pair set; see the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct PairSet {
     /// Keys, [`EMPTY`] where free; the length is a power of two (or 0).
     slots: Vec<u64>,
