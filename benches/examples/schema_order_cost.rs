@@ -1,6 +1,8 @@
 //! What `--property-order any` costs on the MaskBench subset, beside declared order:
 //! per schema (strict mode, draft from `$schema`), the grammar's size, the largest
-//! any-order object (member nonterminals), and compile times by stage — front end
+//! any-order object (member nonterminals under one pointer: objects built at the same
+//! pointer, such as `anyOf` branches merged with their parent, add up), and compile
+//! times by stage — front end
 //! (schema → grammar + lexer DFAs), LR(1), and with `--mask` the compiled mask path
 //! (Terminal/Parser DWAs) for the tokenizer, loaded once.
 //! `cargo run -p stackmask-benches --example schema_order_cost -- [TOKENIZER] [--mask] [--step N]`
