@@ -202,7 +202,7 @@ struct SourceArgs {
     /// JSON Schema: whitespace between tokens: compact (none) | free.
     #[arg(long, default_value = "compact")]
     whitespace: String,
-    /// JSON Schema: property order: declared | sorted.
+    /// JSON Schema: property order: declared | sorted | any.
     #[arg(long, default_value = "declared")]
     property_order: String,
 }
@@ -250,7 +250,12 @@ fn load_source(
         order: match args.property_order.as_str() {
             "declared" => PropertyOrder::Declared,
             "sorted" => PropertyOrder::Sorted,
-            o => return Err(format!("unknown --property-order `{o}` (declared | sorted)").into()),
+            "any" => PropertyOrder::Any,
+            o => {
+                return Err(
+                    format!("unknown --property-order `{o}` (declared | sorted | any)").into(),
+                )
+            }
         },
         ..Default::default()
     };

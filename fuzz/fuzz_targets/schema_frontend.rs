@@ -22,7 +22,9 @@ fuzz_target!(|data: &[u8]| {
         } else {
             Whitespace::default()
         },
-        order: if flags & 4 != 0 {
+        order: if flags & 0x20 != 0 {
+            PropertyOrder::Any
+        } else if flags & 4 != 0 {
             PropertyOrder::Sorted
         } else {
             PropertyOrder::default()

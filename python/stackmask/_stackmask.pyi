@@ -147,7 +147,10 @@ class Compiler:
     ) -> "Grammar":
         """Compiles a JSON Schema (JSON text or dict); unsupported keywords raise
         GrammarError naming keyword and JSON pointer, or with ``lenient`` are listed in
-        ``Grammar.warnings``. Releases the GIL."""
+        ``Grammar.warnings``. ``whitespace``: "compact" | "free"; ``property_order``:
+        "declared" | "sorted" | "any" (members in any order, each declared name once;
+        an object too large for it raises GrammarError, lenient: declared order, warned).
+        Releases the GIL."""
     def load(self, path: _Path) -> "Grammar":
         """Maps an artifact compiled for this vocabulary."""
     @property

@@ -96,3 +96,21 @@ def test_bad_options_are_refused(small_tokenizer):
         c.compile_json_schema("{not json")
     g = c.compile_json_schema({"type": "integer"}, whitespace="free")
     assert accepts(g, b"12") and np.asarray(g.warnings).size == 0
+
+
+def test_property_order_any_accepts_every_order(small_tokenizer):
+    c = stackmask.Compiler(small_tokenizer)
+    declared = c.compile_json_schema(SCHEMA)
+    anyorder = c.compile_json_schema(SCHEMA, property_order="any")
+    for text in [b'{"age":42,"name":"Ann"}', b'{"tags":["a"],"age":1,"name":""}']:
+        assert accepts(anyorder, text), text
+        assert not accepts(declared, text), text
+    for text in [b'{"age":42,"name":"Ann","age":1}', b'{"age":42}']:
+        assert not accepts(anyorder, text), text
+    with pytest.raises(ValueError, match="property_order"):
+        c.compile_json_schema({}, property_order="shuffled")
+    wide = {"properties": {f"p{i}": {} for i in range(12)}}
+    with pytest.raises(stackmask.GrammarError, match="the limit on any-order objects"):
+        c.compile_json_schema(wide, property_order="any")
+    lenient = c.compile_json_schema(wide, property_order="any", lenient=True)
+    assert any("declared order" in w for w in map(str, lenient.warnings))

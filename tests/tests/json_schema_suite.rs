@@ -12,7 +12,9 @@
 
 use serde_json::Value;
 use stackmask_compiler::budget::Deadline;
-use stackmask_compiler::frontend::json_schema::{self, Draft, SchemaError, SchemaOptions};
+use stackmask_compiler::frontend::json_schema::{
+    self, Draft, PropertyOrder, SchemaError, SchemaOptions,
+};
 use stackmask_compiler::pipeline::{self, LexedGrammar};
 use stackmask_runtime::reference::ReferenceEngine;
 use stackmask_runtime::ByteRecognizer;
@@ -97,13 +99,18 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Runs one draft directory; returns per-file rows and the list of wrong verdicts.
-fn run_suite(draft_dir: &str, draft: Draft) -> (BTreeMap<String, Row>, Vec<String>) {
+fn run_suite(
+    draft_dir: &str,
+    draft: Draft,
+    order: PropertyOrder,
+) -> (BTreeMap<String, Row>, Vec<String>) {
     let bytes = stackmask_compiler::vocab::load_tokenizer("bytes").unwrap();
     let root = corpus(SUITE).join(draft_dir);
     let mut paths = Vec::new();
     files(&root, &mut paths);
     let opts = SchemaOptions {
         draft,
+        order,
         ..Default::default()
     };
     let mut rows = BTreeMap::new();
@@ -193,14 +200,17 @@ fn table(title: &str, rows: &BTreeMap<String, Row>) -> (String, Row) {
     (s, total)
 }
 
-#[test]
-fn json_schema_test_suite() {
+/// Both drafts in one property order: prints the per-file tables and wrong verdicts;
+/// asserts that every refusal names a keyword and no invalid instance is accepted;
+/// returns (groups, compiled groups, tests in them, right verdicts, valid instances
+/// rejected) per draft.
+fn suite_totals(order: PropertyOrder) -> Vec<(usize, usize, usize, usize, usize)> {
     let mut totals = Vec::new();
     for (dir, draft) in [
         ("draft2020-12", Draft::Draft2020),
         ("draft7", Draft::Draft7),
     ] {
-        let (rows, wrong) = run_suite(dir, draft);
+        let (rows, wrong) = run_suite(dir, draft, order);
         let (t, total) = table(dir, &rows);
         println!("{t}");
         for w in &wrong {
@@ -212,20 +222,38 @@ fn json_schema_test_suite() {
         assert_eq!(t.refused_other, 0, "{dir}: every refusal names a keyword");
         assert_eq!(t.false_accept, 0, "{dir}: no invalid instance accepted");
     }
-    let got: Vec<(usize, usize, usize, usize, usize)> = totals
+    totals
         .iter()
         .map(|(_, t)| (t.groups, t.compiled, t.tests, t.right, t.false_reject))
-        .collect();
-    // (groups, compiled groups, tests in them, right verdicts, valid instances rejected);
-    // the rejections are listed in the README (property order, number forms).
-    assert_eq!(got, EXPECTED_SUITE_TOTALS);
+        .collect()
+}
+
+#[test]
+fn json_schema_test_suite() {
+    // The rejections are listed in the README (property order, number forms).
+    assert_eq!(suite_totals(PropertyOrder::Declared), EXPECTED_SUITE_TOTALS);
 }
 
 const EXPECTED_SUITE_TOTALS: [(usize, usize, usize, usize, usize); 2] =
     [(461, 256, 1363, 1345, 18), (321, 232, 1175, 1169, 6)];
 
-/// MaskBench subset: strict and lenient coverage, verdicts, and llguidance beside it.
-fn run_maskbench(step: usize) -> String {
+/// The suite with `--property-order any`: the property-order rejections are gone
+/// (`allOf` merging, `const` objects), the number forms and 2020-12's asserted
+/// `format` remain.
+#[test]
+fn json_schema_test_suite_any_order() {
+    assert_eq!(
+        suite_totals(PropertyOrder::Any),
+        EXPECTED_SUITE_TOTALS_ANY_ORDER
+    );
+}
+
+const EXPECTED_SUITE_TOTALS_ANY_ORDER: [(usize, usize, usize, usize, usize); 2] =
+    [(461, 256, 1363, 1348, 15), (321, 232, 1175, 1172, 3)];
+
+/// MaskBench subset: strict and lenient coverage, verdicts, and llguidance beside it,
+/// in one property order.
+fn run_maskbench(step: usize, order: PropertyOrder) -> String {
     let bytes = stackmask_compiler::vocab::load_tokenizer("bytes").unwrap();
     let mut paths = Vec::new();
     files(&corpus(MASKBENCH), &mut paths);
@@ -250,6 +278,7 @@ fn run_maskbench(step: usize) -> String {
             let opts = SchemaOptions {
                 lenient,
                 draft,
+                order,
                 ..Default::default()
             };
             let mode = if lenient { "lenient" } else { "strict" };
@@ -352,20 +381,26 @@ fn run_maskbench(step: usize) -> String {
 /// Every 7th MaskBench file (the full subset is the ignored test below).
 #[test]
 fn maskbench_sample() {
-    let report = run_maskbench(7);
+    let report = run_maskbench(7, PropertyOrder::Declared);
     println!("{report}");
     assert!(!report.contains("refused without a keyword"), "{report}");
     assert!(!report.contains("strict invalid accepted:"), "{report}");
 }
 
-/// The whole MaskBench subset (opt-in: `-- --ignored`).
+/// The whole MaskBench subset, in declared and in any order (opt-in: `-- --ignored`).
+/// In any order no valid instance of a compiled schema is rejected in strict mode.
 #[test]
 #[ignore]
 fn maskbench_subset() {
-    let report = run_maskbench(1);
-    println!("{report}");
-    assert!(!report.contains("refused without a keyword"), "{report}");
-    assert!(!report.contains("strict invalid accepted:"), "{report}");
+    for order in [PropertyOrder::Declared, PropertyOrder::Any] {
+        let report = run_maskbench(1, order);
+        println!("PROPERTY ORDER {order:?}\n{report}");
+        assert!(!report.contains("refused without a keyword"), "{report}");
+        assert!(!report.contains("strict invalid accepted:"), "{report}");
+        if order == PropertyOrder::Any {
+            assert!(!report.contains("strict valid rejected:"), "{report}");
+        }
+    }
 }
 
 /// End to end on the compiled path (`bytes` vocabulary): the schema groups of a few
@@ -374,31 +409,72 @@ fn maskbench_subset() {
 /// equals the reference mask.
 #[test]
 fn compiled_path_on_suite_groups() {
+    let (groups_compiled, instances, masks) = compiled_path(
+        &[
+            "properties",
+            "ref",
+            "enum",
+            "minimum",
+            "prefixItems",
+            "anyOf",
+            "maxLength",
+            "dependentRequired",
+            "oneOf",
+            "uniqueItems",
+        ],
+        &SchemaOptions::default(),
+    );
+    println!("{groups_compiled} groups compiled, {instances} instances, {masks} masks compared");
+    assert!(
+        groups_compiled >= 30 && instances >= 100,
+        "{groups_compiled} {instances}"
+    );
+}
+
+/// As above with `--property-order any`, on the files about objects (the `allOf` and
+/// `const` groups whose valid instances write members out of declared order among them).
+#[test]
+fn compiled_path_on_suite_groups_any_order() {
+    let opts = SchemaOptions {
+        order: PropertyOrder::Any,
+        ..Default::default()
+    };
+    let (groups_compiled, instances, masks) = compiled_path(
+        &[
+            "properties",
+            "required",
+            "additionalProperties",
+            "patternProperties",
+            "allOf",
+            "const",
+            "dependentRequired",
+            "maxProperties",
+            "minProperties",
+        ],
+        &opts,
+    );
+    println!("{groups_compiled} groups compiled, {instances} instances, {masks} masks compared");
+    assert!(
+        groups_compiled >= 40 && instances >= 150,
+        "{groups_compiled} {instances}"
+    );
+}
+
+/// Compiles the groups of draft 2020-12 `files` that the front end accepts, checks
+/// verdicts and masks against the reference path; returns (groups, instances, masks).
+fn compiled_path(files: &[&str], opts: &SchemaOptions) -> (usize, usize, usize) {
     use stackmask_runtime::reference::ReferenceMatcher;
     use stackmask_runtime::{Engine, Matcher};
     use std::sync::Arc;
     let root = corpus(SUITE).join("draft2020-12");
     let (mut groups_compiled, mut instances, mut masks) = (0, 0, 0);
-    for file in [
-        "properties",
-        "ref",
-        "enum",
-        "minimum",
-        "prefixItems",
-        "anyOf",
-        "maxLength",
-        "dependentRequired",
-        "oneOf",
-        "uniqueItems",
-    ] {
+    for &file in files {
         let groups: Vec<Value> = serde_json::from_str(
             &std::fs::read_to_string(root.join(format!("{file}.json"))).unwrap(),
         )
         .unwrap();
         for g in &groups {
-            let Ok(sg) =
-                json_schema::schema_to_grammar(&g["schema"], file, &SchemaOptions::default())
-            else {
+            let Ok(sg) = json_schema::schema_to_grammar(&g["schema"], file, opts) else {
                 continue;
             };
             let dfas = stackmask_compiler::lexer::compile_lexer(&sg.grammar).unwrap();
@@ -450,9 +526,5 @@ fn compiled_path_on_suite_groups() {
             }
         }
     }
-    println!("{groups_compiled} groups compiled, {instances} instances, {masks} masks compared");
-    assert!(
-        groups_compiled >= 30 && instances >= 100,
-        "{groups_compiled} {instances}"
-    );
+    (groups_compiled, instances, masks)
 }

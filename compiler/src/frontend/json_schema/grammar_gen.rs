@@ -7,6 +7,7 @@
 //! distribute over the rest of their schema (`S ∧ (A ∨ B) = (S ∧ A) ∨ (S ∧ B)`).
 //! Objects and arrays with counts become counter nonterminals (`M(slot, count)`).
 
+use super::any_order::{self, Built, Named};
 use super::keywords::{self, Diagnostics, KeywordClass};
 use super::listed_values::ListedValues;
 use super::presence::{self, Presence};
@@ -68,6 +69,25 @@ pub struct Generator<'a> {
     nonterminals: Vec<Nonterminal>,
     rules: Vec<Rule>,
     memo: HashMap<String, u32>,
+}
+
+impl any_order::RuleSink for Generator<'_> {
+    fn nonterminal(&mut self, name: &str) -> R<u32> {
+        self.new_nt(name)
+    }
+
+    fn add_rule(&mut self, lhs: u32, rhs: Vec<Symbol>) {
+        self.rule(lhs, rhs);
+    }
+
+    fn over_limit(&mut self, issue: SchemaIssue) -> R<()> {
+        if !self.diags.lenient {
+            return Err(issue);
+        }
+        let message = format!("{}; lenient: declared order", issue.message);
+        self.diags.warn(SchemaIssue { message, ..issue });
+        Ok(())
+    }
 }
 
 const ALL_TYPES: [&str; 6] = ["null", "boolean", "number", "string", "array", "object"];
@@ -563,7 +583,7 @@ impl<'a> Generator<'a> {
                 let ok = verdict.unwrap_or_else(|| self.instance_ok(&v, m));
                 let present = |k: &str| v.as_object().is_some_and(|o| o.contains_key(k));
                 if value_has_type(&v, &types) && ok && groups.eval(&present, v.is_object()) {
-                    let syms = self.const_symbols(&v);
+                    let syms = self.const_symbols(&v, ptr)?;
                     self.rule(nt, syms);
                 }
             }
@@ -766,21 +786,27 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// The grammar symbols of one JSON value, written compactly in its own key order.
-    fn const_symbols(&mut self, v: &Value) -> Vec<Symbol> {
-        match v {
+    /// The grammar symbols of one JSON value, written compactly in its own key order
+    /// (objects in any order under [`PropertyOrder::Any`]; `ptr`: where it is listed).
+    fn const_symbols(&mut self, v: &Value, ptr: &str) -> R<Vec<Symbol>> {
+        Ok(match v {
             Value::Array(a) => {
                 let mut out = vec![self.lit("[")];
                 for (i, x) in a.iter().enumerate() {
                     if i > 0 {
                         out.push(self.lit(","));
                     }
-                    out.extend(self.const_symbols(x));
+                    out.extend(self.const_symbols(x, ptr)?);
                 }
                 out.push(self.lit("]"));
                 out
             }
             Value::Object(o) => {
+                if self.opts.order == PropertyOrder::Any {
+                    if let Some(syms) = self.const_object_any_order(o, ptr)? {
+                        return Ok(syms);
+                    }
+                }
                 let mut out = vec![self.lit("{")];
                 for (i, (k, x)) in o.iter().enumerate() {
                     if i > 0 {
@@ -788,7 +814,7 @@ impl<'a> Generator<'a> {
                     }
                     out.push(self.lit(&string_lang::literal_text(k)));
                     out.push(self.lit(":"));
-                    out.extend(self.const_symbols(x));
+                    out.extend(self.const_symbols(x, ptr)?);
                 }
                 out.push(self.lit("}"));
                 out
@@ -810,7 +836,46 @@ impl<'a> Generator<'a> {
                 .into_vec()
             }
             other => vec![self.lit(&other.to_string())],
+        })
+    }
+
+    /// A listed object with its members in any order (every member required);
+    /// `None` past the any-order limit in lenient mode (then in listed order).
+    fn const_object_any_order(
+        &mut self,
+        o: &Map<String, Value>,
+        ptr: &str,
+    ) -> R<Option<Vec<Symbol>>> {
+        let mut named = Vec::new();
+        for (k, x) in o {
+            let value = self.new_nt(&format!("listed member {k}@{ptr}"))?;
+            let syms = self.const_symbols(x, ptr)?;
+            self.rule(value, syms);
+            named.push(Named {
+                key: self.lit(&string_lang::literal_text(k)),
+                value,
+                bit: 0,
+                required: true,
+            });
         }
+        let members = any_order::Members {
+            named,
+            extras: Vec::new(),
+            assignments: vec![0],
+            min: 0,
+            max: None,
+            comma: self.lit(","),
+            colon: self.lit(":"),
+        };
+        Ok(match any_order::build(self, &members, ptr)? {
+            Built::Members(start) => Some(vec![
+                self.lit("{"),
+                Symbol::Nonterminal(start),
+                self.lit("}"),
+            ]),
+            Built::NoObject => unreachable!("every member required, no condition"),
+            Built::DeclaredOrder => None,
+        })
     }
 
     fn number_regex(
@@ -1158,7 +1223,10 @@ impl<'a> Generator<'a> {
         max: Option<u64>,
         ptr: &str,
     ) -> R<()> {
-        let items: Vec<Vec<Symbol>> = domain.iter().map(|v| self.const_symbols(v)).collect();
+        let items = domain
+            .iter()
+            .map(|v| self.const_symbols(v, ptr))
+            .collect::<R<Vec<Vec<Symbol>>>>()?;
         let (open, close, comma) = (self.lit("["), self.lit("]"), self.lit(","));
         let mut table: HashMap<u32, u32> = HashMap::new();
         let start = self.new_nt(&format!("unique@{ptr}#0"))?;
@@ -1532,6 +1600,42 @@ impl<'a> Generator<'a> {
             .iter()
             .map(|s| mentioned.iter().position(|k| *k == s.0))
             .collect();
+        if self.opts.order == PropertyOrder::Any {
+            let mut named: Vec<Named> = slot_syms
+                .iter()
+                .zip(&var)
+                .map(|(&(key, value, required), b)| Named {
+                    key,
+                    value,
+                    bit: b.map_or(0, |b| 1 << b),
+                    required,
+                })
+                .collect();
+            named.extend(loose_syms.iter().map(|&(key, value, bit)| Named {
+                key,
+                value,
+                bit,
+                required: false,
+            }));
+            let members = any_order::Members {
+                named,
+                extras: extra_syms.clone(),
+                assignments: initial.clone(),
+                min,
+                max,
+                comma,
+                colon,
+            };
+            match any_order::build(self, &members, ptr)? {
+                Built::Members(start) => {
+                    let (open, close) = (self.lit("{"), self.lit("}"));
+                    self.rule(nt, vec![open, Symbol::Nonterminal(start), close]);
+                    return Ok(());
+                }
+                Built::NoObject => return Ok(()),
+                Built::DeclaredOrder => {}
+            }
+        }
         // Nonterminal (slot index, members so far, presence state, loose names used),
         // made on first use. Decided slots' bits are cleared from the state; a loose
         // name's bit stays, and `used` says it was written.

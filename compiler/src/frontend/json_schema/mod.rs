@@ -10,7 +10,7 @@
 //! (which `enum`/`const` values a schema accepts, by a full validator), [`ecma_regex`]
 //! (ECMA-262 → Rust regex), [`string_lang`] (character languages → JSON string
 //! terminals), [`formats`], [`number_lang`] (numeric ranges), [`presence`] (conditions on which
-//! members an object has), [`grammar_gen`].
+//! members an object has), [`any_order`] (object members in any order), [`grammar_gen`].
 //!
 //! Nothing is silently ignored: an assertion keyword (or a form of one) the grammar
 //! cannot enforce is a [`SchemaError`] naming the keyword and its JSON pointer, or with
@@ -18,6 +18,7 @@
 //! (which JSON Schema itself ignores) are always listed as warnings. The README has the
 //! keyword table with the exact semantics and limits.
 
+pub mod any_order;
 pub mod ecma_regex;
 pub mod formats;
 pub mod grammar_gen;
@@ -56,6 +57,11 @@ pub enum PropertyOrder {
     Declared,
     /// Declared properties sorted by name (then the others, as above).
     Sorted,
+    /// Any order: every member anywhere, each declared name at most once (one
+    /// nonterminal per set of names written, [`any_order`]); an object past
+    /// [`any_order::MAX_ANY_ORDER_STATES`] is an error (lenient: declared order, warned).
+    /// `enum`/`const` objects too.
+    Any,
 }
 
 /// Which draft's rules apply where drafts differ.

@@ -5,7 +5,7 @@ use super::*;
 use serde_json::json;
 use stackmask_runtime::ByteRecognizer;
 
-fn accepts(schema: &Value, opts: &SchemaOptions) -> impl Fn(&str) -> bool {
+pub(super) fn accepts(schema: &Value, opts: &SchemaOptions) -> impl Fn(&str) -> bool {
     let g = schema_to_grammar(schema, "test", opts).unwrap_or_else(|e| panic!("{e}"));
     let dfas = crate::lexer::compile_lexer(&g.grammar).unwrap();
     let tok = crate::vocab::load_tokenizer("bytes").unwrap();
