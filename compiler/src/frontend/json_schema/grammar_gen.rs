@@ -1918,6 +1918,20 @@ fn allowed_types(m: &Map<String, Value>, ptr: &str) -> R<Vec<String>> {
     let mut out: Vec<String> = match m.get("type") {
         None => ALL_TYPES.iter().map(|s| s.to_string()).collect(),
         Some(t) => {
+            // A `type` that is neither a name nor an array of names is an invalid schema,
+            // not "no type allowed" (which is what dropping its entries would make it).
+            let names = match t {
+                Value::String(_) => true,
+                Value::Array(a) => a.iter().all(Value::is_string),
+                _ => false,
+            };
+            if !names {
+                return Err(issue(
+                    &child(ptr, "type"),
+                    Some("type"),
+                    format!("invalid `type` {t}: expected a type name or an array of type names"),
+                ));
+            }
             let ts = merge::types_of(t);
             for x in &ts {
                 if !ALL_TYPES.contains(&x.as_str()) && x != "integer" {

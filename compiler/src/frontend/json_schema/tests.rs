@@ -76,6 +76,22 @@ fn unsupported_keywords_are_named_with_their_pointer() {
 }
 
 #[test]
+fn an_invalid_type_is_an_error_not_an_empty_language() {
+    for s in [
+        json!({"type": 5}),
+        json!({"items": {"type": ["string", null]}}),
+    ] {
+        let e = schema_to_grammar(&s, "s.json", &SchemaOptions::default()).unwrap_err();
+        assert_eq!(e.issue.keyword.as_deref(), Some("type"), "{s}");
+        assert!(
+            e.issue.to_string().contains("invalid `type`"),
+            "{}",
+            e.issue
+        );
+    }
+}
+
+#[test]
 fn one_of_needs_disjoint_branches() {
     let disjoint = json!({"oneOf": [{"type": "string"}, {"type": "integer"}]});
     assert!(schema_to_grammar(&disjoint, "s", &SchemaOptions::default()).is_ok());
