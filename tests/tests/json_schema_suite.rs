@@ -273,6 +273,7 @@ fn run_maskbench(step: usize) -> String {
                     let kw = e.issue.keyword.clone().unwrap_or_else(|| "(none)".into());
                     if !lenient {
                         *refusals.entry(kw.clone()).or_default() += 1;
+                        report += &format!("strict {name}: refused: {e}\n");
                     }
                     if e.issue.keyword.is_none() {
                         report += &format!("{mode} {name}: refused without a keyword: {e}\n");

@@ -12,8 +12,8 @@ use super::listed_values::ListedValues;
 use super::presence::{self, Presence};
 use super::refs::{self, child, RefIndex};
 use super::{
-    ecma_regex, formats, merge, number_lang, string_lang, Draft, PropertyOrder, SchemaIssue,
-    SchemaOptions, Whitespace,
+    ecma_regex, formats, long_string, merge, number_lang, string_lang, Draft, PropertyOrder,
+    SchemaIssue, SchemaOptions, Whitespace,
 };
 use regex_syntax::hir::Hir;
 use serde_json::{json, Map, Value};
@@ -191,7 +191,10 @@ impl<'a> Generator<'a> {
             return self.typed(nt, &flat.map, ptr, conditions);
         };
         let group = flat.groups[gi].clone();
-        if group.one_of && !self.disjoint(&group.branches, &group.pointer)? {
+        if group.one_of
+            && !self.disjoint(&group.branches, &group.pointer)?
+            && !self.disjoint_beside(&flat.map, &group)
+        {
             self.diags.unsupported(
                 &group.pointer,
                 "oneOf",
@@ -408,6 +411,30 @@ impl<'a> Generator<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Whether a `oneOf`'s branches are disjoint once each is taken together with the
+    /// sibling keywords `siblings` (`{"type": "object", "oneOf": [{"required": ["a"], ...`):
+    /// the values `fill` writes for branch `i` are those of `allOf: [siblings, branch i]`,
+    /// so these being pairwise disjoint is exactly what `oneOf` needs. The other groups
+    /// beside the `oneOf` only shrink each branch further and are left out. The check
+    /// runs strictly and leaves no warnings: a merge it cannot do (two `pattern`s) means
+    /// "not proven", never an approximation.
+    fn disjoint_beside(&mut self, siblings: &Map<String, Value>, group: &Group) -> bool {
+        if siblings.is_empty() {
+            return false;
+        }
+        let merged: Vec<Value> = group
+            .branches
+            .iter()
+            .map(|b| json!({"allOf": [Value::Object(siblings.clone()), b]}))
+            .collect();
+        let (lenient, seen) = (self.diags.lenient, self.diags.warnings.len());
+        self.diags.lenient = false;
+        let proven = self.disjoint(&merged, &group.pointer);
+        self.diags.lenient = lenient;
+        self.diags.warnings.truncate(seen);
+        proven.unwrap_or(false)
     }
 
     /// The condition an `anyOf`/`oneOf` states, if each branch only says which members
@@ -639,6 +666,7 @@ impl<'a> Generator<'a> {
                         self.rule(nt, vec![s]);
                     }
                 }
+                "string" if self.chunked_string(nt, m, ptr)? => {}
                 "string" => {
                     if let Some(re) = self.string_regex(m, ptr)? {
                         // Named by pointer: a lexer limit on this terminal then says where it is.
@@ -1020,6 +1048,56 @@ impl<'a> Generator<'a> {
             }
         };
         Ok(Some(h))
+    }
+
+    /// A string with only large length bounds, written as chunk lexemes
+    /// ([`long_string`]); `false` if the schema is not such a string (or whitespace is
+    /// free, where chunks cannot be used).
+    fn chunked_string(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<bool> {
+        let (min, max) = (count(m, "minLength", ptr)?, count(m, "maxLength", ptr)?);
+        if self.opts.whitespace != Whitespace::Compact
+            || m.contains_key("pattern")
+            || m.contains_key("format")
+            || !long_string::is_long(min, max)
+        {
+            return Ok(false);
+        }
+        let chars = |lo: u64, hi: u64| {
+            string_lang::repeat(string_lang::any_char(), lo as u32, Some(hi as u32))
+        };
+        let text = |h: &Hir| {
+            string_lang::encode(h).map_err(|e| {
+                issue(
+                    ptr,
+                    Some("maxLength"),
+                    format!("cannot write as JSON text: {e}"),
+                )
+            })
+        };
+        let steps = long_string::plan(min.unwrap_or(0), max, long_string::CHUNK_CHARS);
+        if steps.is_empty() {
+            return Ok(true);
+        }
+        let mut step_nts = Vec::new();
+        for j in 0..steps.len() {
+            step_nts.push(self.new_nt(&format!("string at {ptr} after {j} chunks"))?);
+        }
+        let chunk = long_string::CHUNK_CHARS;
+        let mid = text(&chars(chunk, chunk))?.to_string();
+        let mid = Symbol::Terminal(self.term(&format!("string chunk at {ptr}"), &mid));
+        for (step, &snt) in steps.iter().zip(&step_nts) {
+            if let Some(next) = step.more {
+                self.rule(snt, vec![mid, Symbol::Nonterminal(step_nts[next])]);
+            }
+            if let Some((lo, hi)) = step.tail {
+                let tail = Hir::concat(vec![text(&chars(lo, hi))?, Hir::literal(b"\"".to_vec())]);
+                let tail = self.term(&format!("string end at {ptr}"), &tail.to_string());
+                self.rule(snt, vec![Symbol::Terminal(tail)]);
+            }
+        }
+        let open = self.lit("\"");
+        self.rule(nt, vec![open, Symbol::Nonterminal(step_nts[0])]);
+        Ok(true)
     }
 
     fn string_regex(&mut self, m: &Map<String, Value>, ptr: &str) -> R<Option<String>> {

@@ -7,7 +7,8 @@
 //! and per `$ref` with no name mangling. Modules, one idea each:
 //! [`refs`] (`$ref`/`$anchor`/`$id` resolution), [`keywords`] (which keywords are
 //! annotations, enforced or reported; warnings), [`merge`] (`allOf`), [`listed_values`]
-//! (which `enum`/`const` values a schema accepts, by a full validator), [`ecma_regex`]
+//! (which `enum`/`const` values a schema accepts, by a full validator), [`long_string`]
+//! (strings with large length bounds as chunk lexemes), [`ecma_regex`]
 //! (ECMA-262 → Rust regex), [`string_lang`] (character languages → JSON string
 //! terminals), [`formats`], [`number_lang`] (numeric ranges), [`presence`] (conditions on which
 //! members an object has), [`grammar_gen`].
@@ -23,6 +24,7 @@ pub mod formats;
 pub mod grammar_gen;
 pub mod keywords;
 pub mod listed_values;
+pub mod long_string;
 pub mod merge;
 pub mod number_lang;
 pub mod presence;

@@ -400,8 +400,9 @@ pub fn string_terminal(chars: &Hir) -> Result<String, String> {
     Ok(Hir::concat(vec![quote(), encode(chars)?, quote()]).to_string())
 }
 
-/// Rewrites a character-level regex into one over canonical JSON string text.
-fn encode(h: &Hir) -> Result<Hir, String> {
+/// Rewrites a character-level regex into one over canonical JSON string text (no
+/// quotes).
+pub fn encode(h: &Hir) -> Result<Hir, String> {
     Ok(match h.kind() {
         HirKind::Empty => Hir::empty(),
         HirKind::Literal(l) => {

@@ -250,3 +250,64 @@ fn unknown_formats_are_listed_annotations() {
     let e = schema_to_grammar(&hostname, "s", &SchemaOptions::default()).unwrap_err();
     assert_eq!(e.issue.keyword.as_deref(), Some("format"));
 }
+
+#[test]
+fn one_of_disjoint_with_the_siblings_beside_it() {
+    // Each branch alone also matches any string (`required` holds vacuously); beside
+    // `type: object` the shared required `kind` with disjoint values separates them.
+    let branches = json!([
+        {"properties": {"kind": {"enum": ["a"]}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"properties": {"kind": {"enum": ["b"]}}, "required": ["kind", "y"]}
+    ]);
+    let s = json!({"type": "object", "oneOf": branches});
+    let instances: Vec<Value> = [
+        r#"{"kind":"a"}"#,
+        r#"{"kind":"a","x":1}"#,
+        r#"{"kind":"a","x":"s"}"#,
+        r#"{"kind":"b","y":1}"#,
+        r#"{"kind":"b"}"#,
+        r#"{"kind":"c","y":1}"#,
+        r#"{}"#,
+        r#""s""#,
+    ]
+    .iter()
+    .map(|t| serde_json::from_str(t).unwrap())
+    .collect();
+    agrees_with_validator(&s, &instances);
+    let alone = json!({"oneOf": branches});
+    let e = schema_to_grammar(&alone, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
+    // Siblings that cannot be merged with a branch prove nothing.
+    let patterns =
+        json!({"type": "string", "pattern": "a", "oneOf": [{"pattern": "b"}, {"pattern": "c"}]});
+    let e = schema_to_grammar(&patterns, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
+}
+
+#[test]
+fn long_strings_are_exact_around_every_bound() {
+    let s = json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 1030, "maxLength": 2050}}});
+    let ok = accepts(&s, &SchemaOptions::default());
+    // Characters of every encoded width: ASCII, an escape, two- to four-byte UTF-8.
+    let unit = ["a", "\"", "\n", "é", "€", "😀", "\u{1}"];
+    for n in [
+        0usize, 1, 255, 256, 257, 1029, 1030, 1031, 1280, 2047, 2048, 2049, 2050, 2051,
+    ] {
+        let value: String = (0..n).map(|i| unit[i % unit.len()]).collect();
+        let doc = json!({"s": value});
+        let want = (1030..=2050).contains(&n);
+        assert_eq!(ok(&doc.to_string()), want, "{n} characters");
+    }
+    assert!(!ok(r#"{"s":1}"#));
+    // Unbounded above: only the minimum counts.
+    let at_least = json!({"type": "string", "minLength": 1500});
+    let ok = accepts(&at_least, &SchemaOptions::default());
+    for (n, want) in [(1499, false), (1500, true), (1536, true), (5000, true)] {
+        assert_eq!(ok(&json!("x".repeat(n)).to_string()), want, "{n}");
+    }
+    // The size that was past the lexer's NFA limit as one terminal.
+    let big = json!({"type": "string", "maxLength": 65535});
+    let ok = accepts(&big, &SchemaOptions::default());
+    assert!(ok(&json!("y".repeat(65535)).to_string()));
+    assert!(!ok(&json!("y".repeat(65536)).to_string()));
+}
