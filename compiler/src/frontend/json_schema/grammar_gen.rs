@@ -345,6 +345,18 @@ impl<'a> Generator<'a> {
                     }
                 }
                 "minContains" | "maxContains" => {}
+                // `propertyNames: false` holds of non-objects and of `{}` only, so its
+                // negation is exactly a non-empty object.
+                "not" if *v == json!({"propertyNames": false}) => {
+                    let map = json!({"type": "object", "minProperties": 1});
+                    let map = map.as_object().expect("an object literal").clone();
+                    let f = Flat {
+                        map,
+                        groups: Vec::new(),
+                        never: false,
+                    };
+                    parts.push((f, kp));
+                }
                 _ => {
                     if keywords::classify(k) == KeywordClass::Enforced {
                         own.insert(k.clone(), v.clone());
@@ -429,12 +441,19 @@ impl<'a> Generator<'a> {
             .iter()
             .map(|b| json!({"allOf": [Value::Object(siblings.clone()), b]}))
             .collect();
+        self.strictly(|g| g.disjoint(&merged, &group.pointer))
+            .unwrap_or(false)
+    }
+
+    /// Runs `f` in strict mode and drops the warnings it adds: for proofs, where an
+    /// unsupported keyword must mean "not proven", never a lenient approximation.
+    fn strictly<T>(&mut self, f: impl FnOnce(&mut Self) -> R<T>) -> Option<T> {
         let (lenient, seen) = (self.diags.lenient, self.diags.warnings.len());
         self.diags.lenient = false;
-        let proven = self.disjoint(&merged, &group.pointer);
+        let out = f(self);
         self.diags.lenient = lenient;
         self.diags.warnings.truncate(seen);
-        proven.unwrap_or(false)
+        out.ok()
     }
 
     /// The condition an `anyOf`/`oneOf` states, if each branch only says which members
@@ -505,6 +524,11 @@ impl<'a> Generator<'a> {
                         }
                     }
                 }
+                // Names outside a finite set: each name of the set is absent.
+                "propertyNames" => match excluded_names(self.flatten(v, &kp, 0)?) {
+                    Some(names) => parts.extend(names.into_iter().map(Presence::Lacks)),
+                    None => return Ok(None),
+                },
                 "not" => match self.presence_of(v, &kp, props, depth + 1)? {
                     Some(p) => parts.push(Presence::Not(Box::new(p))),
                     None => return Ok(None),
@@ -1814,6 +1838,16 @@ fn pair_disjoint(g: &mut Generator<'_>, a: &Map<String, Value>, b: &Map<String, 
     if let Some(eb) = enum_values(b) {
         return Ok(!eb.iter().any(|x| might_match(x, a) && g.instance_ok(x, a)));
     }
+    // Strings only: their languages (pattern, format, lengths) share no string.
+    let strings_only = |t: &[String]| t.iter().all(|t| t == "string");
+    if strings_only(&ta) && strings_only(&tb) {
+        let texts = g.strictly(|g| Ok((g.string_regex(a, "#")?, g.string_regex(b, "#")?)));
+        if let Some((Some(ra), Some(rb))) = texts {
+            if string_lang::texts_disjoint(&ra, &rb) == Some(true) {
+                return Ok(true);
+            }
+        }
+    }
     // Objects only, discriminated by a property both require with disjoint values.
     if ta.iter().all(|t| t == "object") || tb.iter().all(|t| t == "object") {
         let req = |m: &Map<String, Value>| -> Vec<String> {
@@ -1858,6 +1892,26 @@ fn pair_disjoint(g: &mut Generator<'_>, a: &Map<String, Value>, b: &Map<String, 
         }
     }
     Ok(false)
+}
+
+/// The names a flat `propertyNames` schema excludes, if it is `not` of a finite list
+/// (`{"not": {"enum": ["a", "b"]}}`, `{"not": {"const": "a"}}`) and nothing else: the
+/// names it allows are exactly those outside the list (non-string values name nothing).
+fn excluded_names(f: Flat) -> Option<Vec<String>> {
+    if f.never || !f.groups.is_empty() || f.map.len() != 1 {
+        return None;
+    }
+    let inner = f.map.get("not")?.as_object()?;
+    if inner.len() != 1 {
+        return None;
+    }
+    let listed = enum_values(inner)?;
+    Some(
+        listed
+            .iter()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect(),
+    )
 }
 
 /// The keyword to name when an object's presence conditions are refused.

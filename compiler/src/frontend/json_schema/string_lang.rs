@@ -389,6 +389,36 @@ fn none_of_suffix(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> 
     Hir::alternation(alts)
 }
 
+/// Limit on the state pairs [`texts_disjoint`] visits (beyond it: not decided).
+pub const MAX_DISJOINT_PAIRS: usize = 100_000;
+
+/// Whether two terminal regexes match no common text: a search of their product DFA
+/// for a pair of accepting states. `None` when either regex is past a lexer limit or
+/// the search passes [`MAX_DISJOINT_PAIRS`] (undecided, which callers treat as "may
+/// overlap").
+pub fn texts_disjoint(a: &str, b: &str) -> Option<bool> {
+    let da = crate::lexer::compile_terminal(a).ok()?;
+    let db = crate::lexer::compile_terminal(b).ok()?;
+    let start = (da.start, db.start);
+    let mut seen = std::collections::HashSet::from([start]);
+    let mut todo = vec![start];
+    while let Some((x, y)) = todo.pop() {
+        if da.is_accepting(x) && db.is_accepting(y) {
+            return Some(false);
+        }
+        for byte in 0..=255u8 {
+            let next = (da.next(x, byte), db.next(y, byte));
+            if da.is_live(next.0) && db.is_live(next.1) && seen.insert(next) {
+                if seen.len() > MAX_DISJOINT_PAIRS {
+                    return None;
+                }
+                todo.push(next);
+            }
+        }
+    }
+    Some(true)
+}
+
 /// The canonical JSON text of a string value (quotes included), as serde_json writes it.
 pub fn literal_text(value: &str) -> String {
     serde_json::to_string(value).expect("a string serializes")
@@ -560,6 +590,18 @@ mod tests {
         assert_eq!(words, ["a", "ax", "b", "bx", "c", "cx"]);
         assert!(finite_strings(&unanchored(&p("a")), 16).is_none());
         assert!(finite_strings(&p("[a-z]{4}"), 1000).is_none());
+    }
+
+    #[test]
+    fn disjoint_texts_by_product_search() {
+        let t = |re: &str| string_terminal(&parse_chars(re).unwrap()).unwrap();
+        assert_eq!(
+            texts_disjoint(&t("[0-9]+[xX]"), &t("([0-9]+[smh] ?)+")),
+            Some(true)
+        );
+        assert_eq!(texts_disjoint(&t("[0-9]+[xX]"), &t("[0-9]*x")), Some(false));
+        assert_eq!(texts_disjoint(&t(""), &t("a*")), Some(false));
+        assert_eq!(texts_disjoint(&t(""), &t("a+")), Some(true));
     }
 
     #[test]

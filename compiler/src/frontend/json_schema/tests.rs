@@ -277,6 +277,16 @@ fn one_of_disjoint_with_the_siblings_beside_it() {
     let alone = json!({"oneOf": branches});
     let e = schema_to_grammar(&alone, "s", &SchemaOptions::default()).unwrap_err();
     assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
+    // String branches whose languages share no string (a product-DFA search).
+    let timeout = json!({"oneOf": [{"enum": ["none"]}, {"type": "string", "pattern": "^([0-9]+[smh] ?)+$"},
+                                   {"type": "string", "pattern": "^[0-9.]+[xX]$"}, {"type": "string", "maxLength": 0}]});
+    let texts = ["none", "5s", "5m 3s", "1.5x", "2X", "5", "x", "", "5s x"];
+    let mut instances: Vec<Value> = texts.iter().map(|t| json!(t)).collect();
+    instances.push(json!(1));
+    agrees_with_validator(&timeout, &instances);
+    let overlapping = json!({"oneOf": [{"type": "string", "pattern": "^[0-9]+"}, {"type": "string", "pattern": "x$"}]});
+    let e = schema_to_grammar(&overlapping, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
     // Siblings that cannot be merged with a branch prove nothing.
     let patterns =
         json!({"type": "string", "pattern": "a", "oneOf": [{"pattern": "b"}, {"pattern": "c"}]});
@@ -310,4 +320,25 @@ fn long_strings_are_exact_around_every_bound() {
     let ok = accepts(&big, &SchemaOptions::default());
     assert!(ok(&json!("y".repeat(65535)).to_string()));
     assert!(!ok(&json!("y".repeat(65536)).to_string()));
+}
+
+#[test]
+fn property_names_outside_a_list_and_not_no_names() {
+    let objects = member_subsets(&["1", "2", "3", "4"], &json!([1, 2]));
+    for s in [
+        // "Some name is 1 or 3, and some name is 2 or 3."
+        json!({"type": "object", "not": {"anyOf": [
+            {"propertyNames": {"not": {"enum": ["1", "3"]}}},
+            {"propertyNames": {"not": {"enum": ["2", "3"]}}}]}, "minProperties": 2}),
+        json!({"patternProperties": {"^[0-9]$": {"type": "array"}}, "additionalProperties": false,
+               "oneOf": [{"propertyNames": {"not": {"const": "1"}}}, {"required": ["2"]}]}),
+        json!({"not": {"propertyNames": false}}),
+        json!({"type": "object", "not": {"propertyNames": false}, "maxProperties": 1}),
+    ] {
+        agrees_with_validator(&s, &objects);
+    }
+    // A `propertyNames` that allows a finite list is not a presence condition.
+    let only = json!({"not": {"propertyNames": {"enum": ["1"]}}});
+    let e = schema_to_grammar(&only, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("not"));
 }
