@@ -963,36 +963,37 @@ impl<'a> Generator<'a> {
         if lo.or(hi).or(lo_ex).or(hi_ex).is_none() {
             return Ok(Some(number_lang::ANY_NUMBER.to_string()));
         }
-        // Non-integers: integer bounds only; the tighter of inclusive/exclusive wins.
-        let mut check = |x: Option<f64>, k: &str| -> R<Option<i128>> {
-            match x {
-                Some(v) if v.fract() != 0.0 => {
-                    self.diags.unsupported(
-                        &child(ptr, k),
-                        k,
-                        format!("`{k}: {v}` on a number: only integer bounds are supported there"),
-                    )?;
-                    Ok(None)
-                }
-                Some(v) => Ok(Some(to_i(v, k)?)),
-                None => Ok(None),
-            }
+        // Non-integers: the tighter of inclusive/exclusive wins.
+        let (l, l_key) = match (lo, lo_ex) {
+            (Some(a), Some(b)) if b >= a => (Some((b, true)), "exclusiveMinimum"),
+            (Some(a), _) => (Some((a, false)), "minimum"),
+            (None, Some(b)) => (Some((b, true)), "exclusiveMinimum"),
+            (None, None) => (None, "minimum"),
         };
-        let (l_in, l_ex) = (check(lo, "minimum")?, check(lo_ex, "exclusiveMinimum")?);
-        let (h_in, h_ex) = (check(hi, "maximum")?, check(hi_ex, "exclusiveMaximum")?);
-        let (l, l_excl) = match (l_in, l_ex) {
-            (Some(a), Some(b)) if b >= a => (Some(b), true),
-            (Some(a), _) => (Some(a), false),
-            (None, Some(b)) => (Some(b), true),
-            (None, None) => (None, false),
+        let (h, h_key) = match (hi, hi_ex) {
+            (Some(a), Some(b)) if b <= a => (Some((b, true)), "exclusiveMaximum"),
+            (Some(a), _) => (Some((a, false)), "maximum"),
+            (None, Some(b)) => (Some((b, true)), "exclusiveMaximum"),
+            (None, None) => (None, "maximum"),
         };
-        let (h, h_excl) = match (h_in, h_ex) {
-            (Some(a), Some(b)) if b <= a => (Some(b), true),
-            (Some(a), _) => (Some(a), false),
-            (None, Some(b)) => (Some(b), true),
-            (None, None) => (None, false),
-        };
-        Ok(number_lang::number_regex(l, l_excl, h, h_excl))
+        let l = l.map(|(x, e)| to_i(x, l_key).map(|_| (x, e))).transpose()?;
+        let h = h.map(|(x, e)| to_i(x, h_key).map(|_| (x, e))).transpose()?;
+        if l.iter().chain(&h).all(|(x, _)| x.fract() == 0.0) {
+            let (l, h) = (
+                l.map(|(x, e)| (x as i128, e)),
+                h.map(|(x, e)| (x as i128, e)),
+            );
+            return Ok(number_lang::number_regex(
+                l.map(|b| b.0),
+                l.is_some_and(|b| b.1),
+                h.map(|b| b.0),
+                h.is_some_and(|b| b.1),
+            ));
+        }
+        // Decimal bounds: compared digit by digit (`number_lang::decimal_regex`).
+        let dec =
+            |b: Option<(f64, bool)>| b.and_then(|(x, e)| number_lang::DecimalBound::from_f64(x, e));
+        Ok(number_lang::decimal_regex(dec(l).as_ref(), dec(h).as_ref()))
     }
 
     /// The character language of a string schema (pattern, format, lengths).

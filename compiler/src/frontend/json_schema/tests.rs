@@ -342,3 +342,20 @@ fn property_names_outside_a_list_and_not_no_names() {
     let e = schema_to_grammar(&only, "s", &SchemaOptions::default()).unwrap_err();
     assert_eq!(e.issue.keyword.as_deref(), Some("not"));
 }
+
+#[test]
+fn decimal_bounds_on_numbers() {
+    let instances: Vec<Value> = [
+        "10.5", "10.49", "10.51", "10.500", "10", "11", "-3.25", "0.1", "0.09", "-0.1", "\"x\"",
+    ]
+    .iter()
+    .map(|t| serde_json::from_str(t).unwrap())
+    .collect();
+    for s in [
+        json!({"type": "number", "maximum": 10.5}),
+        json!({"type": "number", "exclusiveMaximum": 10.5, "minimum": 0.1}),
+        json!({"type": "number", "exclusiveMinimum": -0.1, "maximum": 10}),
+    ] {
+        agrees_with_validator(&s, &instances);
+    }
+}
