@@ -222,7 +222,7 @@ fn json_schema_test_suite() {
 }
 
 const EXPECTED_SUITE_TOTALS: [(usize, usize, usize, usize, usize); 2] =
-    [(461, 256, 1363, 1345, 18), (321, 232, 1175, 1169, 6)];
+    [(461, 258, 1371, 1353, 18), (321, 234, 1183, 1177, 6)];
 
 /// MaskBench subset: strict and lenient coverage, verdicts, and llguidance beside it.
 fn run_maskbench(step: usize) -> String {
@@ -373,11 +373,84 @@ fn maskbench_subset() {
 /// suite files are compiled to artifacts; each instance's verdict by the compiled
 /// `Matcher` is the expected one, and at every step of every instance the compiled mask
 /// equals the reference mask.
-#[test]
-fn compiled_path_on_suite_groups() {
+/// Compiles a schema's grammar to an artifact (`bytes` vocabulary) and runs each
+/// `(text, valid)` instance through the compiled `Matcher` and the reference matcher
+/// side by side: equal masks at every step, and the expected verdict. Returns the
+/// number of masks compared.
+fn compiled_agrees_with_reference(
+    grammar: stackmask_formats::Grammar,
+    schema: &Value,
+    what: &str,
+    tests: &[(String, bool)],
+) -> usize {
     use stackmask_runtime::reference::ReferenceMatcher;
     use stackmask_runtime::{Engine, Matcher};
     use std::sync::Arc;
+    let dfas = stackmask_compiler::lexer::compile_lexer(&grammar).unwrap();
+    let lexed = LexedGrammar { grammar, dfas };
+    let source = schema.to_string();
+    let built = pipeline::build_artifact_from_lexed(
+        lexed,
+        &source,
+        what,
+        "bytes",
+        &pipeline::CompileOptions::default(),
+        &Deadline::unlimited(),
+        |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let engine = Arc::new(
+        Engine::from_bytes(stackmask_formats::artifact::AlignedBytes::from_slice(
+            &built.bytes,
+        ))
+        .unwrap(),
+    );
+    let reference = engine.reference().unwrap();
+    let words = engine.mask_words();
+    let mut masks = 0;
+    for (text, valid) in tests {
+        let mut m = Matcher::new(engine.clone());
+        let mut r = ReferenceMatcher::new(reference.clone());
+        let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
+        let mut alive = true;
+        for tok in built.tokenizer.encode(text.as_bytes()).unwrap() {
+            m.fill_mask(&mut a);
+            r.fill_mask(&mut b);
+            masks += 1;
+            assert_eq!(a, b, "{what}: masks differ in {text}");
+            if m.commit(tok).is_err() {
+                alive = false;
+                break;
+            }
+            r.commit(tok).unwrap();
+        }
+        let accepted = alive && m.is_accepting();
+        assert_eq!(accepted, *valid, "{what}: {text}");
+    }
+    masks
+}
+
+/// Strings with length bounds past 1024 characters are chunk lexemes: the compiled
+/// path gives the reference masks across chunk boundaries and at both bounds.
+#[test]
+fn compiled_path_on_long_strings() {
+    let schema = serde_json::json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 1030, "maxLength": 1300}}});
+    let sg = json_schema::schema_to_grammar(&schema, "long", &SchemaOptions::default()).unwrap();
+    let unit = ["a", "\"", "é", "\n"];
+    let tests: Vec<(String, bool)> = [1029usize, 1030, 1279, 1280, 1300, 1301]
+        .iter()
+        .map(|&n| {
+            let value: String = (0..n).map(|i| unit[i % unit.len()]).collect();
+            let text = serde_json::json!({ "s": value }).to_string();
+            (text, (1030..=1300).contains(&n))
+        })
+        .collect();
+    let masks = compiled_agrees_with_reference(sg.grammar, &schema, "long strings", &tests);
+    assert!(masks > 6000, "{masks}");
+}
+
+#[test]
+fn compiled_path_on_suite_groups() {
     let root = corpus(SUITE).join("draft2020-12");
     let (mut groups_compiled, mut instances, mut masks) = (0, 0, 0);
     for file in [
@@ -402,53 +475,19 @@ fn compiled_path_on_suite_groups() {
             else {
                 continue;
             };
-            let dfas = stackmask_compiler::lexer::compile_lexer(&sg.grammar).unwrap();
-            let lexed = LexedGrammar {
-                grammar: sg.grammar,
-                dfas,
-            };
-            let source = g["schema"].to_string();
-            let built = pipeline::build_artifact_from_lexed(
-                lexed,
-                &source,
-                file,
-                "bytes",
-                &pipeline::CompileOptions::default(),
-                &Deadline::unlimited(),
-                |_| {},
-            )
-            .unwrap_or_else(|e| panic!("{file}: {}: {e}", g["description"]));
+            let tests: Vec<(String, bool)> = g["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    let text = serde_json::to_string(&t["data"]).unwrap();
+                    (text, t["valid"].as_bool().unwrap())
+                })
+                .collect();
+            let what = format!("{file}: {}", g["description"]);
+            masks += compiled_agrees_with_reference(sg.grammar, &g["schema"], &what, &tests);
             groups_compiled += 1;
-            let engine = Arc::new(
-                Engine::from_bytes(stackmask_formats::artifact::AlignedBytes::from_slice(
-                    &built.bytes,
-                ))
-                .unwrap(),
-            );
-            let reference = engine.reference().unwrap();
-            let words = engine.mask_words();
-            for t in g["tests"].as_array().unwrap() {
-                instances += 1;
-                let text = serde_json::to_string(&t["data"]).unwrap();
-                let valid = t["valid"].as_bool().unwrap();
-                let mut m = Matcher::new(engine.clone());
-                let mut r = ReferenceMatcher::new(reference.clone());
-                let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
-                let mut alive = true;
-                for tok in built.tokenizer.encode(text.as_bytes()).unwrap() {
-                    m.fill_mask(&mut a);
-                    r.fill_mask(&mut b);
-                    masks += 1;
-                    assert_eq!(a, b, "{file}: {}: masks differ in {text}", g["description"]);
-                    if m.commit(tok).is_err() {
-                        alive = false;
-                        break;
-                    }
-                    r.commit(tok).unwrap();
-                }
-                let accepted = alive && m.is_accepting();
-                assert_eq!(accepted, valid, "{file}: {}: {text}", g["description"]);
-            }
+            instances += tests.len();
         }
     }
     println!("{groups_compiled} groups compiled, {instances} instances, {masks} masks compared");
