@@ -287,7 +287,7 @@ fn exact_length_within(h: &Hir, n: u64, budget: &mut usize) -> Option<Hir> {
             if k_hi != Some(k) {
                 return None;
             }
-            if k == 0 || n % k != 0 {
+            if k == 0 || !n.is_multiple_of(k) {
                 return Some(Hir::fail());
             }
             let count = u32::try_from(n / k).ok()?;
