@@ -193,7 +193,8 @@ fn compile_terminal_with(
     if accepting[1] {
         return Err(LexerErrorKind::EmptyMatch);
     }
-    Ok(fold_dead_states(trans, &accepting, 1))
+    let (trans, accepting, start) = crate::dfa_minimize::minimize(&trans, &accepting, 1);
+    Ok(fold_dead_states(trans, &accepting, start))
 }
 
 /// Computes liveness (can reach an accepting state) and redirects every transition

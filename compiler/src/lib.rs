@@ -2,7 +2,7 @@
 //! reads.
 //!
 //! Stages, in the order data flows: [`frontend`] (Lark text → grammar IR),
-//! [`lexer`] (terminal regexes → byte DFAs), [`lr`] (canonical LR(1) tables),
+//! [`lexer`] (terminal regexes → byte DFAs, minimized by [`dfa_minimize`]), [`lr`] (canonical LR(1) tables),
 //! [`lexer_configs`] (interned lexer configurations), [`vocab`] (tokenizers →
 //! vocabulary and token trie), then the compiled mask path: [`terminal_dwa`] (per
 //! lexer boundary, the terminal sequences each token realises, as token classes),
@@ -18,6 +18,7 @@ pub mod adjacency_product;
 pub mod analysis;
 pub mod artifact;
 pub mod budget;
+pub mod dfa_minimize;
 pub mod frontend;
 pub mod lexer;
 pub mod lexer_configs;

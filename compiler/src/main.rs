@@ -53,16 +53,19 @@ enum Command {
         #[arg(long, value_name = "SECS", value_parser = parse_time_limit)]
         time_limit: Option<Duration>,
     },
-    /// Compile a grammar for a tokenizer into an artifact (.smask).
+    /// Compile a grammar for a tokenizer into an artifact (.smask); or several grammars
+    /// (schemas) for one tokenizer, prepared once, into a directory.
     Compile {
-        /// The grammar (.lark) or JSON Schema (.json).
-        grammar: PathBuf,
+        /// The grammar (.lark) or JSON Schema (.json); with several, or when -o is an
+        /// existing directory, each is written to DIR/STEM.smask.
+        #[arg(required = true, num_args = 1..)]
+        grammars: Vec<PathBuf>,
         #[command(flatten)]
         source: SourceArgs,
         /// Tokenizer: tiktoken:o200k_base | tiktoken:cl100k_base | hf:PATH/tokenizer.json | bytes.
         #[arg(long)]
         tokenizer: String,
-        /// Output file.
+        /// Output file; with several grammars, a directory (created if missing).
         #[arg(short, long)]
         output: PathBuf,
         /// Limit on LR(1) states; compilation stops with an error past it.
@@ -305,7 +308,7 @@ fn main() -> ExitCode {
             time_limit,
         ),
         Command::Compile {
-            grammar,
+            grammars,
             source,
             tokenizer,
             output,
@@ -318,7 +321,7 @@ fn main() -> ExitCode {
             boundary_dwa_steps,
             time_limit,
         } => compile(
-            &grammar,
+            &grammars,
             &source,
             &tokenizer,
             &output,
@@ -493,7 +496,22 @@ fn spinner(msg: &str) -> ProgressBar {
     bar
 }
 
+/// `compile`: one grammar to one file, or several (or one into an existing directory)
+/// to DIR/STEM.smask each.
 fn compile(
+    paths: &[PathBuf],
+    args: &SourceArgs,
+    spec: &str,
+    output: &Path,
+    options: &pipeline::CompileOptions,
+) -> Result<(), Failure> {
+    match paths {
+        [path] if !output.is_dir() => compile_one(path, args, spec, output, options),
+        _ => compile_many(paths, args, spec, output, options),
+    }
+}
+
+fn compile_one(
     path: &Path,
     args: &SourceArgs,
     spec: &str,
@@ -547,6 +565,133 @@ fn compile(
         &built.parser_dwa,
     ));
     Ok(())
+}
+
+/// Several grammars for one tokenizer, as a serving stack compiles schemas: the
+/// tokenizer is loaded and its trie built once; each grammar then has its own time limit,
+/// and a failing one is reported and the others still compiled (exit 2 if any failed).
+/// Ends with the compile-time percentiles per grammar, tokenizer prepared.
+fn compile_many(
+    paths: &[PathBuf],
+    args: &SourceArgs,
+    spec: &str,
+    dir: &Path,
+    options: &pipeline::CompileOptions,
+) -> Result<(), Failure> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "output {}: with several grammars the output is a directory, and this is not one",
+            dir.display()
+        )
+        .into());
+    }
+    let mut outputs: Vec<PathBuf> = Vec::with_capacity(paths.len());
+    for (i, path) in paths.iter().enumerate() {
+        let stem = path
+            .file_stem()
+            .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+        let out = dir.join(stem).with_extension("smask");
+        if let Some(j) = outputs.iter().position(|o| *o == out) {
+            return Err(format!(
+                "{} and {} would both be written to {}: rename one",
+                paths[j].display(),
+                paths[i].display(),
+                out.display()
+            )
+            .into());
+        }
+        let inputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        check_output(&out, &inputs)?;
+        outputs.push(out);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("output {}: {e}", dir.display()))?;
+    let started = Instant::now();
+    let tokenizer = vocab::load_tokenizer(spec)?;
+    let trie = vocab::build_trie(&tokenizer.vocab);
+    out!(
+        "tokenizer {spec}: {} tokens, prepared once in {:.2} s",
+        tokenizer.vocab.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let prepared = pipeline::VocabInputs {
+        spec,
+        vocab: &tokenizer.vocab,
+        trie: &trie,
+    };
+    let mut times = Vec::with_capacity(paths.len());
+    let mut failed = 0usize;
+    for (path, out) in paths.iter().zip(&outputs) {
+        let started = Instant::now();
+        match compile_for_vocab(path, args, prepared, options) {
+            Ok(bytes) => {
+                let elapsed = started.elapsed();
+                times.push(elapsed);
+                stackmask_formats::regular_file::write_atomically(out, &bytes)
+                    .map_err(|e| format!("output {}: {e}", out.display()))?;
+                out!(
+                    "{} → {}: {:.2} MB in {:.1} ms",
+                    path.display(),
+                    out.display(),
+                    bytes.len() as f64 / 1e6,
+                    elapsed.as_secs_f64() * 1e3
+                );
+            }
+            Err(f) => {
+                failed += 1;
+                let name = path.display().to_string();
+                if f.message.starts_with(&name) {
+                    eprintln!("error: {}", f.message);
+                } else {
+                    eprintln!("error: {name}: {}", f.message);
+                }
+            }
+        }
+    }
+    times.sort_unstable();
+    let ms = |q: f64| -> f64 {
+        // Nearest rank: the smallest time at or above fraction q of the grammars.
+        let rank = ((q * times.len() as f64).ceil() as usize).clamp(1, times.len());
+        times[rank - 1].as_secs_f64() * 1e3
+    };
+    if times.is_empty() {
+        out!("compiled 0 of {} grammars", paths.len());
+    } else {
+        out!(
+            "compiled {} of {} grammars ({failed} failed) in {:.2} s; per grammar, tokenizer prepared: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            times.len(),
+            paths.len(),
+            started.elapsed().as_secs_f64(),
+            ms(0.5),
+            ms(0.99),
+            ms(1.0)
+        );
+    }
+    if failed > 0 {
+        return Err(format!("{failed} of {} grammars failed (errors above)", paths.len()).into());
+    }
+    Ok(())
+}
+
+/// One grammar of [`compile_many`]: front end to artifact bytes, under its own budget.
+fn compile_for_vocab(
+    path: &Path,
+    args: &SourceArgs,
+    prepared: pipeline::VocabInputs<'_>,
+    options: &pipeline::CompileOptions,
+) -> Result<Vec<u8>, Failure> {
+    let deadline = options.budget.start();
+    let (lexed, source) = load_source(path, args, &deadline)?;
+    let compiled = pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline)?;
+    let built = pipeline::build_artifact_for_vocab(
+        &compiled,
+        &source,
+        &path.display().to_string(),
+        prepared,
+        options,
+        &deadline,
+        &|_| {},
+    )?;
+    Ok(built.bytes)
 }
 
 /// One line on the compiled mask path (`compile` and `inspect`).

@@ -274,7 +274,6 @@ pub fn build_parser_dwa(
                 .build(
                     b,
                     trie,
-                    eos,
                     limits.max_terminal_states,
                     &mut deadline.poll(Stage::TerminalDwa),
                 )
@@ -298,6 +297,8 @@ pub fn build_parser_dwa(
                 goto_states: &goto_states,
                 heads: lexing.head_states(b),
                 chunks: &chunk_store,
+                token_ids: trie.token_ids,
+                eos,
             };
             let r = builder.build(vocab_len, &counter, &limits, deadline, &|| describe(b));
             // Per-boundary sizes and times, for finding what makes a grammar expensive.
@@ -522,6 +523,10 @@ struct Builder<'a> {
     heads: Vec<u32>,
     /// Where the token sets' chunks are interned.
     chunks: &'a std::sync::Mutex<ChunkStore>,
+    /// The token trie's ids, which class tokens index ([`ClassTokens`]).
+    token_ids: &'a [u32],
+    /// The end of sequence token.
+    eos: u32,
 }
 
 /// What one step (one LR state read) produced.
@@ -736,7 +741,7 @@ impl Builder<'_> {
     fn token_chunks(&self, set: &ClassSet, vocab_len: usize) -> Vec<u32> {
         let mut dense = vec![0u32; vocab_len.div_ceil(32)];
         for class in set.iter() {
-            for &t in &self.tdwa.class_tokens[class as usize] {
+            for t in self.tdwa.class_tokens[class as usize].ids(self.token_ids, self.eos) {
                 dense[t as usize / 32] |= 1 << (t % 32);
             }
         }

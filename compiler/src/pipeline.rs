@@ -386,11 +386,71 @@ pub fn build_artifact_from_lexed(
     let tokenizer = vocab::load_tokenizer(spec).map_err(PipelineError::from)?;
     progress("token trie");
     let trie = vocab::build_trie(&tokenizer.vocab);
+    let for_vocab = build_artifact_for_vocab(
+        &compiled,
+        source,
+        grammar_name,
+        VocabInputs {
+            spec,
+            vocab: &tokenizer.vocab,
+            trie: &trie,
+        },
+        options,
+        deadline,
+        &progress,
+    )?;
+    Ok(Built {
+        lexed,
+        compiled,
+        tokenizer,
+        trie,
+        parser_dwa: for_vocab.parser_dwa,
+        dwa_stats: for_vocab.dwa_stats,
+        bytes: for_vocab.bytes,
+    })
+}
+
+/// A vocabulary prepared for compiling: what [`build_artifact_for_vocab`] reads, loaded
+/// and built once by callers that compile many grammars for one tokenizer (`stackmask
+/// compile` of several schemas, Python's `Compiler`).
+#[derive(Clone, Copy)]
+pub struct VocabInputs<'a> {
+    /// The tokenizer spec recorded in the artifact (`tiktoken:o200k_base`, …).
+    pub spec: &'a str,
+    /// The vocabulary masks are defined over.
+    pub vocab: &'a stackmask_formats::Vocabulary,
+    /// Its token trie.
+    pub trie: &'a stackmask_formats::TokenTrie,
+}
+
+/// What [`build_artifact_for_vocab`] produced.
+#[derive(Debug)]
+pub struct BuiltForVocab {
+    /// The Parser DWA (the compiled mask path).
+    pub parser_dwa: stackmask_formats::ParserDwa,
+    /// Its sizes.
+    pub dwa_stats: crate::parser_dwa::ParserDwaStats,
+    /// The artifact.
+    pub bytes: Vec<u8>,
+}
+
+/// The stages after the LR tables for a prepared vocabulary: Terminal DWAs, templates
+/// and Parser DWA, then the artifact bytes. `progress` is told each stage's name, and
+/// in the Parser DWA stage how many lexer boundaries are built.
+pub fn build_artifact_for_vocab(
+    compiled: &CompiledParser,
+    source: &str,
+    grammar_name: &str,
+    vocab: VocabInputs<'_>,
+    options: &CompileOptions,
+    deadline: &Deadline,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<BuiltForVocab, BuildError> {
     progress("Terminal DWAs, templates and Parser DWA");
     let (parser_dwa, dwa_stats) = compile_mask_within(
-        &compiled,
-        &tokenizer.vocab,
-        &trie,
+        compiled,
+        vocab.vocab,
+        vocab.trie,
         options,
         deadline,
         &|done, total| {
@@ -403,18 +463,14 @@ pub fn build_artifact_from_lexed(
     let inputs = crate::artifact::ArtifactInputs {
         grammar_source: source,
         grammar_name,
-        tokenizer: spec,
-        vocab: &tokenizer.vocab,
-        trie: &trie,
+        tokenizer: vocab.spec,
+        vocab: vocab.vocab,
+        trie: vocab.trie,
         parser_dwa: &parser_dwa,
         dwa_stats,
     };
-    let bytes = crate::artifact::build_artifact(&compiled, &inputs)?;
-    Ok(Built {
-        lexed,
-        compiled,
-        tokenizer,
-        trie,
+    let bytes = crate::artifact::build_artifact(compiled, &inputs)?;
+    Ok(BuiltForVocab {
         parser_dwa,
         dwa_stats,
         bytes,

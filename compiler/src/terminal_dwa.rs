@@ -21,6 +21,7 @@
 use crate::budget::{BudgetError, Poll};
 use stackmask_formats::{TablesRef, TrieRef};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// "None" for terminal and node fields.
 pub const NONE: u32 = u32::MAX;
@@ -132,10 +133,39 @@ pub struct TerminalDwa {
     pub succ: Vec<Vec<(u32, u32)>>,
     /// Per node: the final checks of the words ending there, with their classes.
     pub finals: Vec<Vec<(FinalCheck, ClassSet)>>,
-    /// Per class: its tokens (EOS included where it behaves like them).
-    pub class_tokens: Vec<Vec<u32>>,
+    /// Per class: its tokens, as ranges of the token trie's `token_ids` (a subtree's
+    /// tokens are one range, so a long lexeme's body is a few ranges, not thousands of
+    /// ids), and whether EOS is in it (where it behaves like them).
+    pub class_tokens: Vec<ClassTokens>,
     /// Per node: the classes with a word through it (at the node or after it).
     pub classes_below: Vec<ClassSet>,
+}
+
+/// The tokens of one class (see [`TerminalDwa::class_tokens`]).
+#[derive(Clone, Debug, Default)]
+pub struct ClassTokens {
+    /// Half-open ranges of positions in the trie's `token_ids`, ascending, not adjacent.
+    pub ranges: Vec<(u32, u32)>,
+    /// Whether end of sequence is in the class.
+    pub eos: bool,
+}
+
+impl ClassTokens {
+    /// Adds the positions `range`, joining it to the last range where they meet.
+    fn add(&mut self, range: (u32, u32)) {
+        match self.ranges.last_mut() {
+            Some(last) if last.1 == range.0 => last.1 = range.1,
+            _ => self.ranges.push(range),
+        }
+    }
+
+    /// The token ids: `token_ids` is the trie's, `eos` the end of sequence token.
+    pub fn ids<'t>(&'t self, token_ids: &'t [u32], eos: u32) -> impl Iterator<Item = u32> + 't {
+        self.ranges
+            .iter()
+            .flat_map(move |&(a, b)| token_ids[a as usize..b as usize].iter().copied())
+            .chain(self.eos.then_some(eos))
+    }
 }
 
 impl TerminalDwa {
@@ -191,6 +221,8 @@ pub struct Lexing<'a> {
     fresh_start: Vec<Vec<u32>>,
     /// Per first byte: merged-DFA states of ignore terminals that start with it.
     ignore_start: Vec<Vec<u32>>,
+    /// Subtree walks shared by the boundaries (see [`Lexing::build`]).
+    memo: Mutex<SubtreeMemo>,
 }
 
 impl<'a> Lexing<'a> {
@@ -239,6 +271,7 @@ impl<'a> Lexing<'a> {
             class_reaches,
             fresh_start: (0..=255u8).map(|b| starts(&used, b)).collect(),
             ignore_start: (0..=255u8).map(|b| starts(tables.ignore, b)).collect(),
+            memo: Mutex::default(),
         }
     }
 
@@ -287,14 +320,13 @@ impl<'a> Lexing<'a> {
         }
     }
 
-    /// Builds the Terminal DWA of `boundary` over the token trie; `eos` is the end of
-    /// sequence token. Fails past `max_states` nodes, or when `poll` (ticked per trie
-    /// node) finds the compile's budget spent.
+    /// Builds the Terminal DWA of `boundary` over the token trie (end of sequence is
+    /// [`ClassTokens::eos`]). Fails past `max_states` nodes, or when `poll` (ticked per
+    /// trie node) finds the compile's budget spent.
     pub fn build(
         &self,
         boundary: Boundary,
         trie: TrieRef<'_>,
-        eos: u32,
         max_states: usize,
         poll: &mut Poll<'_>,
     ) -> Result<TerminalDwa, TerminalDwaError> {
@@ -324,61 +356,8 @@ impl<'a> Lexing<'a> {
         };
         let mut classes = ClassInterner::default();
 
-        // Depth-first over the flat token trie; levels[d] = threads after d bytes.
-        let mut levels: Vec<Vec<Thread>> = vec![root];
+        self.walk_first_bytes(&root, trie, &mut words, &mut classes, max_states, poll)?;
         let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
-        let mut i = 1;
-        while i < trie.nodes.len() {
-            poll.tick()?;
-            let node = &trie.nodes[i];
-            let d = node.depth as usize;
-            if levels.len() <= d {
-                levels.resize_with(d + 1, Vec::new);
-            }
-            let (before, after) = levels.split_at_mut(d);
-            let next = &mut after[0];
-            next.clear();
-            for &th in &before[d - 1] {
-                self.step(th, node.byte, &mut words, next);
-            }
-            if next.is_empty() {
-                i = trie.subtree_end(i);
-                continue;
-            }
-            words.merge(next);
-            if words.len() > max_states {
-                return Err(TerminalDwaLimitError { limit: max_states }.into());
-            }
-            let tokens = trie.tokens_at(i);
-            if !tokens.is_empty() {
-                outcome.clear();
-                outcome.extend(next.iter().map(|th| {
-                    let limit = t.ignore_follow.get(th.state as usize).copied();
-                    let check = match (th.kind, limit) {
-                        (Kind::Group, _) => FinalCheck::Always,
-                        (Kind::Fresh, _) => FinalCheck::Expect(t.dfa_term[th.state as usize]),
-                        // Where greedy lexing limits what may follow an ignore lexeme,
-                        // the limit is checked on every token that ends inside one,
-                        // also one that began before the token (its followers shrink
-                        // as it grows); elsewhere an ignore group at a boundary had a
-                        // follower when it started and keeps it.
-                        (Kind::GroupIgnore | Kind::FreshIgnore, Some(row))
-                            if row != stackmask_formats::parser::NO_FOLLOW_LIMIT =>
-                        {
-                            FinalCheck::ExpectAny(row)
-                        }
-                        (Kind::GroupIgnore, _) => FinalCheck::Always,
-                        (Kind::FreshIgnore, _) => FinalCheck::AnyExpected,
-                        (Kind::Start, _) => unreachable!("a start thread always consumes a byte"),
-                    };
-                    (th.word, check)
-                }));
-                outcome.sort_unstable();
-                outcome.dedup();
-                classes.add(&outcome, tokens);
-            }
-            i += 1;
-        }
 
         // End of sequence: the grammar lexeme in progress ends, then end of input.
         outcome.clear();
@@ -401,7 +380,8 @@ impl<'a> Lexing<'a> {
         if !outcome.is_empty() {
             outcome.sort_unstable();
             outcome.dedup();
-            classes.add(&outcome, &[eos]);
+            let k = classes.class_of(&outcome);
+            classes.tokens[k as usize].eos = true;
         }
 
         let n = words.len();
@@ -449,6 +429,183 @@ impl<'a> Lexing<'a> {
             class_tokens: classes.tokens,
             classes_below,
         })
+    }
+
+    /// Walks the whole trie from the boundary's threads `threads`, one first byte (a
+    /// child of the root) at a time. Where, after that byte, no lexeme has ended yet
+    /// (every thread still on the empty word), what its subtree yields depends only on
+    /// the threads' lexeme states, not on the boundary: it is walked once per grammar
+    /// and replayed ([`Lexing::subtree`]). Boundaries inside long lexemes (strings,
+    /// names) mostly differ in their first bytes only. (Memoizing deeper levels too was
+    /// measured slower: their subtrees are small and the keys many.)
+    fn walk_first_bytes(
+        &self,
+        threads: &[Thread],
+        trie: TrieRef<'_>,
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+    ) -> Result<(), TerminalDwaError> {
+        let mut next: Vec<Thread> = Vec::new();
+        let mut c = 1;
+        while c < trie.nodes.len() {
+            poll.tick()?;
+            next.clear();
+            for &th in threads {
+                self.step(th, trie.nodes[c].byte, words, &mut next);
+            }
+            if !next.is_empty() {
+                words.merge(&mut next);
+                if words.len() > max_states {
+                    return Err(TerminalDwaLimitError { limit: max_states }.into());
+                }
+                if next.iter().all(|th| th.word == 0) {
+                    let sub = self.subtree(c, &next, trie, max_states, poll)?;
+                    sub.replay(words, classes);
+                    if words.len() > max_states {
+                        return Err(TerminalDwaLimitError { limit: max_states }.into());
+                    }
+                } else {
+                    self.walk(c, &next, trie, words, classes, max_states, poll)?;
+                }
+            }
+            c = trie.subtree_end(c);
+        }
+        Ok(())
+    }
+
+    /// The subtree of trie node `from` walked from `threads` (all on the empty word),
+    /// on a word DAG of its own: from the memo, or walked now and memoized while the
+    /// memo is under its size budget. Equal to walking it in place (`replay`).
+    fn subtree(
+        &self,
+        from: usize,
+        threads: &[Thread],
+        trie: TrieRef<'_>,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+    ) -> Result<Arc<Subtree>, TerminalDwaError> {
+        let key: SubtreeKey = (
+            from as u32,
+            threads.iter().map(|th| (th.kind, th.state)).collect(),
+        );
+        if let Some(sub) = self.memo.lock().expect("no walk panicked").map.get(&key) {
+            return Ok(sub.clone());
+        }
+
+        let mut words = WordDag::new();
+        let mut classes = ClassInterner::default();
+        self.walk(
+            from,
+            threads,
+            trie,
+            &mut words,
+            &mut classes,
+            max_states,
+            poll,
+        )?;
+        let sub = Arc::new(Subtree {
+            preds: words.preds,
+            classes: classes.outcomes.into_iter().zip(classes.tokens).collect(),
+        });
+        let size = sub.size();
+        let mut memo = self.memo.lock().expect("no walk panicked");
+        if memo.size + size <= MEMO_BUDGET {
+            memo.size += size;
+            memo.map.insert(key, sub.clone());
+        }
+        Ok(sub)
+    }
+
+    /// Walks the subtree of trie node `from`, whose threads (after its byte) are
+    /// `threads`: the tokens at `from` and below it, into `words` and `classes`.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        from: usize,
+        threads: &[Thread],
+        trie: TrieRef<'_>,
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+    ) -> Result<(), TerminalDwaError> {
+        // Depth-first over the flat token trie; levels[d] = threads d bytes below `from`.
+        let base = trie.nodes[from].depth as usize;
+        let mut levels: Vec<Vec<Thread>> = vec![threads.to_vec()];
+        let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
+        self.add_tokens(trie, from, &levels[0], classes, &mut outcome);
+        let end = trie.subtree_end(from);
+        let mut i = from + 1;
+        while i < end {
+            poll.tick()?;
+            let node = &trie.nodes[i];
+            let d = node.depth as usize - base;
+            if levels.len() <= d {
+                levels.resize_with(d + 1, Vec::new);
+            }
+            let (before, after) = levels.split_at_mut(d);
+            let next = &mut after[0];
+            next.clear();
+            for &th in &before[d - 1] {
+                self.step(th, node.byte, words, next);
+            }
+            if next.is_empty() {
+                i = trie.subtree_end(i);
+                continue;
+            }
+            words.merge(next);
+            if words.len() > max_states {
+                return Err(TerminalDwaLimitError { limit: max_states }.into());
+            }
+            self.add_tokens(trie, i, next, classes, &mut outcome);
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Adds the tokens ending at a trie node whose threads are `threads` to the class of
+    /// their outcome (`outcome` is scratch space).
+    fn add_tokens(
+        &self,
+        trie: TrieRef<'_>,
+        node: usize,
+        threads: &[Thread],
+        classes: &mut ClassInterner,
+        outcome: &mut Vec<(u32, FinalCheck)>,
+    ) {
+        let n = &trie.nodes[node];
+        if n.num_tokens == 0 {
+            return;
+        }
+        let tokens = (n.first_token, n.first_token + n.num_tokens);
+        let t = &self.tables;
+        outcome.clear();
+        outcome.extend(threads.iter().map(|th| {
+            let limit = t.ignore_follow.get(th.state as usize).copied();
+            let check = match (th.kind, limit) {
+                (Kind::Group, _) => FinalCheck::Always,
+                (Kind::Fresh, _) => FinalCheck::Expect(t.dfa_term[th.state as usize]),
+                // Where greedy lexing limits what may follow an ignore lexeme,
+                // the limit is checked on every token that ends inside one,
+                // also one that began before the token (its followers shrink
+                // as it grows); elsewhere an ignore group at a boundary had a
+                // follower when it started and keeps it.
+                (Kind::GroupIgnore | Kind::FreshIgnore, Some(row))
+                    if row != stackmask_formats::parser::NO_FOLLOW_LIMIT =>
+                {
+                    FinalCheck::ExpectAny(row)
+                }
+                (Kind::GroupIgnore, _) => FinalCheck::Always,
+                (Kind::FreshIgnore, _) => FinalCheck::AnyExpected,
+                (Kind::Start, _) => unreachable!("a start thread always consumes a byte"),
+            };
+            (th.word, check)
+        }));
+        outcome.sort_unstable();
+        outcome.dedup();
+        classes.add(outcome, tokens);
     }
 
     /// One byte for one thread, as the GLR runtime lexes it.
@@ -623,23 +780,107 @@ impl WordDag {
 /// Token classes: tokens with the same set of (word, final check) outcomes.
 #[derive(Default)]
 struct ClassInterner {
+    /// The class added to last.
+    last: Option<u32>,
     ids: HashMap<Vec<(u32, FinalCheck)>, u32>,
     outcomes: Vec<Vec<(u32, FinalCheck)>>,
-    tokens: Vec<Vec<u32>>,
+    tokens: Vec<ClassTokens>,
 }
 
 impl ClassInterner {
-    fn add(&mut self, outcome: &[(u32, FinalCheck)], tokens: &[u32]) {
+    /// Adds the token positions `tokens` to the class of `outcome`.
+    fn add(&mut self, outcome: &[(u32, FinalCheck)], tokens: (u32, u32)) {
+        let k = self.class_of(outcome);
+        self.tokens[k as usize].add(tokens);
+    }
+
+    /// The class of `outcome`, new if it is new.
+    fn class_of(&mut self, outcome: &[(u32, FinalCheck)]) -> u32 {
+        // Neighbouring trie nodes mostly share their outcome (a string's body): the
+        // last class is checked before hashing.
+        if let Some(k) = self.last {
+            if self.outcomes[k as usize] == outcome {
+                return k;
+            }
+        }
         let k = match self.ids.get(outcome) {
             Some(&k) => k,
             None => {
                 let k = self.outcomes.len() as u32;
                 self.ids.insert(outcome.to_vec(), k);
                 self.outcomes.push(outcome.to_vec());
-                self.tokens.push(Vec::new());
+                self.tokens.push(ClassTokens::default());
                 k
             }
         };
-        self.tokens[k as usize].extend_from_slice(tokens);
+        self.last = Some(k);
+        k
     }
+}
+
+/// What the walk of one trie subtree yields on a word DAG of its own, whose node 0 is
+/// the empty word the walk started on: its nodes and its token classes.
+struct Subtree {
+    /// Per node, its predecessors (as [`WordDag::preds`]).
+    preds: Vec<Vec<(u32, u32)>>,
+    /// Per class: its outcome (over these nodes) and its tokens (never EOS).
+    classes: Vec<(Vec<(u32, FinalCheck)>, ClassTokens)>,
+}
+
+impl Subtree {
+    /// Its size in memo units (a token, an outcome or a predecessor each).
+    fn size(&self) -> usize {
+        self.preds.iter().map(Vec::len).sum::<usize>()
+            + self
+                .classes
+                .iter()
+                .map(|(o, t)| o.len() + 2 * t.ranges.len())
+                .sum::<usize>()
+    }
+
+    /// Adds its nodes and classes to a boundary's, its node 0 being the boundary's
+    /// empty word: the same interned nodes and classes as walking it there.
+    fn replay(&self, words: &mut WordDag, classes: &mut ClassInterner) {
+        let mut map: Vec<u32> = Vec::with_capacity(self.preds.len());
+        map.push(0);
+        for preds in &self.preds[1..] {
+            let node = match preds.as_slice() {
+                &[(terminal, parent)] if terminal != NONE => {
+                    words.child(map[parent as usize], terminal)
+                }
+                members => {
+                    let mut members: Vec<u32> =
+                        members.iter().map(|&(_, m)| map[m as usize]).collect();
+                    members.sort_unstable();
+                    words.union(members)
+                }
+            };
+            map.push(node);
+        }
+        let mut outcome = Vec::new();
+        for (o, tokens) in &self.classes {
+            outcome.clear();
+            outcome.extend(o.iter().map(|&(w, check)| (map[w as usize], check)));
+            outcome.sort_unstable();
+            outcome.dedup();
+            for &range in &tokens.ranges {
+                classes.add(&outcome, range);
+            }
+        }
+    }
+}
+
+/// A subtree's memo key: its trie node and its threads' (kind, lexeme state).
+type SubtreeKey = (u32, Vec<(Kind, u32)>);
+
+/// Memo units (tokens, outcomes, predecessors; 4–12 bytes each) kept per grammar:
+/// about 100 MB at most. Past it subtrees are still walked on their own DAG, so the
+/// result never depends on what the memo holds.
+const MEMO_BUDGET: usize = 16 << 20;
+
+/// Subtree walks shared by the boundaries of one grammar.
+#[derive(Default)]
+struct SubtreeMemo {
+    map: HashMap<SubtreeKey, Arc<Subtree>>,
+    size: usize,
 }

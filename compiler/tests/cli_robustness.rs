@@ -104,13 +104,15 @@ fn compile_refuses_outputs_that_are_not_regular_files() {
     assert!(err.contains("FIFO"), "{err}");
     assert!(is_fifo(&fifo), "the FIFO was replaced");
 
+    // A directory is not replaced: the artifact goes into it, as `cp` would put it.
     let sub = dir.join("out");
     std::fs::create_dir(&sub).unwrap();
     let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&sub)]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("is a directory"), "{err}");
+    assert_eq!(code, 0, "{err}");
     assert!(sub.is_dir());
+    assert!(sub.join("g.smask").is_file());
     assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+    std::fs::remove_dir_all(&sub).unwrap();
 
     // A regular output still works, atomically, with nothing left behind.
     let out = dir.join("g.smask");
@@ -402,4 +404,102 @@ fn bench_merges_a_peer_drivers_report() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown engine `xgrammar`"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compile_many_grammars_into_a_directory() {
+    let dir = scratch("many");
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let int = write("int.json", r#"{"type": "integer", "minimum": 0}"#);
+    let word = write("word.json", r#"{"enum": ["x", "y"]}"#);
+    let bad = write("bad.json", r#"{"type": "array", "contains": {}}"#);
+    let lark = write("q.lark", "start: \"q\"+\n");
+    let out = dir.join("out");
+    let (code, stdout, stderr) = run(&[
+        "compile",
+        s(&int),
+        s(&word),
+        s(&bad),
+        s(&lark),
+        "--tokenizer",
+        "bytes",
+        "-o",
+        s(&out),
+    ]);
+    // One failure is reported by name, the others still compile: exit 2 at the end.
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("bad.json") && stderr.contains("contains"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("compiled 3 of 4 grammars (1 failed)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("p50 ") && stdout.contains("max "),
+        "{stdout}"
+    );
+    assert!(!out.join("bad.smask").exists());
+    // Each artifact is its own grammar's.
+    let doc = write("doc.txt", "17");
+    let text = write("word.txt", "\"y\"");
+    let qs = write("q.txt", "qqq");
+    for (artifact, good, other) in [
+        ("int", &doc, &text),
+        ("word", &text, &doc),
+        ("q", &qs, &doc),
+    ] {
+        let a = out.join(format!("{artifact}.smask"));
+        assert_eq!(run(&["validate", s(&a), s(good)]).0, 0, "{artifact}");
+        assert_eq!(run(&["validate", s(&a), s(other)]).0, 1, "{artifact}");
+    }
+    // One grammar into an existing directory goes there too.
+    let (code, _, stderr) = run(&["compile", s(&int), "--tokenizer", "bytes", "-o", s(&dir)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(dir.join("int.smask").is_file());
+}
+
+#[test]
+fn compile_many_refuses_clashing_names_and_a_file_for_a_directory() {
+    let dir = scratch("many-clash");
+    std::fs::create_dir_all(dir.join("x")).unwrap();
+    std::fs::create_dir_all(dir.join("y")).unwrap();
+    let a = dir.join("x/a.json");
+    let b = dir.join("y/a.json");
+    std::fs::write(&a, r#"{"type": "integer"}"#).unwrap();
+    std::fs::write(&b, r#"{"type": "string"}"#).unwrap();
+    let out = dir.join("out");
+    let (code, _, stderr) = run(&[
+        "compile",
+        s(&a),
+        s(&b),
+        "--tokenizer",
+        "bytes",
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("would both be written to"), "{stderr}");
+    assert!(
+        !out.exists(),
+        "nothing is written before the names are checked"
+    );
+    let file = dir.join("file.smask");
+    std::fs::write(&file, b"x").unwrap();
+    let (code, _, stderr) = run(&[
+        "compile",
+        s(&a),
+        s(&b),
+        "--tokenizer",
+        "bytes",
+        "-o",
+        s(&file),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("the output is a directory"), "{stderr}");
 }

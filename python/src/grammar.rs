@@ -10,12 +10,12 @@ use crate::errors::{build_error, compile_error, engine_error, pipeline_error, Ar
 use crate::tokenizer::{LoadedVocab, Tokenizer};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use stackmask_compiler::artifact::{build_artifact, write_atomically, ArtifactInputs};
+use stackmask_compiler::artifact::write_atomically;
 use stackmask_compiler::budget::{CancelFlag, Deadline};
 use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
 use stackmask_compiler::pipeline::{
-    compile_mask_within, compile_parser_within, lex_grammar_source_within,
-    lex_schema_source_within, BuildError, CompileOptions, LexedGrammar,
+    build_artifact_for_vocab, compile_parser_within, lex_grammar_source_within,
+    lex_schema_source_within, CompileOptions, LexedGrammar, VocabInputs,
 };
 use stackmask_compiler::vocab::build_trie;
 use stackmask_formats::artifact::AlignedBytes;
@@ -175,20 +175,21 @@ impl Compiler {
         let compiled =
             compile_parser_within(&lexed, options.lr_limits(), deadline).map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
-        let (parser_dwa, dwa_stats) =
-            compile_mask_within(&compiled, vocab, &self.trie, options, deadline, &|_, _| {})
-                .map_err(compile_error)?;
-        let inputs = ArtifactInputs {
-            grammar_source: source,
-            grammar_name: name,
-            tokenizer: &vocab.name,
-            vocab,
-            trie: &self.trie,
-            parser_dwa: &parser_dwa,
-            dwa_stats,
-        };
-        let bytes =
-            build_artifact(&compiled, &inputs).map_err(|e| build_error(BuildError::Artifact(e)))?;
+        let built = build_artifact_for_vocab(
+            &compiled,
+            source,
+            name,
+            VocabInputs {
+                spec: &vocab.name,
+                vocab,
+                trie: &self.trie,
+            },
+            options,
+            deadline,
+            &|_| {},
+        )
+        .map_err(build_error)?;
+        let bytes = built.bytes;
         Engine::from_bytes(AlignedBytes::from_slice(&bytes)).map_err(engine_error)
     }
 

@@ -19,6 +19,12 @@ use stackmask_runtime::ByteRecognizer;
 fn language(source: &str, alphabet: &[u8], max: usize) -> Vec<Vec<u8>> {
     let lexed: LexedGrammar =
         pipeline::lex_grammar_source(source, "eq.lark").unwrap_or_else(|e| panic!("{source}: {e}"));
+    language_of(&lexed, source, alphabet, max)
+}
+
+/// [`language`] of a grammar already lexed (`source` names it in messages).
+fn language_of(lexed: &LexedGrammar, source: &str, alphabet: &[u8], max: usize) -> Vec<Vec<u8>> {
+    let lexed = lexed.clone();
     let reference = common::engine_for(&lexed, "bytes");
     let compiled = pipeline::compile_parser(&lexed, 100_000)
         .unwrap_or_else(|e| panic!("{source}: compiled path: {e}"));
@@ -116,5 +122,90 @@ fn a_user_written_cycle_is_still_an_error() {
     assert!(
         err.to_string().contains("cyclic derivation a => a"),
         "{err}"
+    );
+}
+
+/// `%json {schema}` in a Lark grammar stands for exactly the schema's language: the
+/// same strings as the schema compiled on its own, also between other symbols.
+#[test]
+fn json_in_lark_is_the_schema_language() {
+    use stackmask_compiler::frontend::json_schema::SchemaOptions;
+    for (schema, alphabet, max) in [
+        (
+            r#"{"type": "array", "items": {"enum": [1, 2]}, "maxItems": 2}"#,
+            &b"[]12,"[..],
+            6,
+        ),
+        (
+            r#"{"type": "integer", "minimum": -3, "maximum": 12}"#,
+            &b"-0123"[..],
+            3,
+        ),
+        (
+            r#"{"anyOf": [{"const": true}, {"type": "array", "prefixItems": [{"const": 0}]}]}"#,
+            &b"[]0,true"[..],
+            5,
+        ),
+    ] {
+        let direct = pipeline::lex_schema_source(schema, "s.json", &SchemaOptions::default())
+            .unwrap_or_else(|e| panic!("{schema}: {e}"))
+            .0;
+        let expected = language_of(&direct, schema, alphabet, max);
+        assert!(expected.len() > 2, "{schema}: a language worth comparing");
+        assert_eq!(
+            language(&format!("start: %json {schema}\n"), alphabet, max),
+            expected,
+            "{schema}"
+        );
+        // Between other symbols, twice (the same text is one copy, used twice).
+        let wrapped: Vec<Vec<u8>> = language(
+            &format!("start: \"<\" %json {schema} \">\" %json {schema}\n"),
+            &[alphabet, b"<>"].concat(),
+            max + 2,
+        );
+        for w in &wrapped {
+            let inner = &w[1..];
+            let gt = inner.iter().position(|&b| b == b'>').expect("a `>`");
+            assert!(w[0] == b'<', "{schema}: {:?}", String::from_utf8_lossy(w));
+            assert!(
+                expected.contains(&inner[..gt].to_vec())
+                    && expected.contains(&inner[gt + 1..].to_vec()),
+                "{schema}: {:?} is not `<` value `>` value",
+                String::from_utf8_lossy(w)
+            );
+        }
+        let shortest = expected.iter().map(Vec::len).min().unwrap();
+        let short: Vec<&Vec<u8>> = expected.iter().filter(|w| w.len() == shortest).collect();
+        for a in &short {
+            let w = [&b"<"[..], a, b">", a].concat();
+            if w.len() <= max + 2 {
+                assert!(
+                    wrapped.contains(&w),
+                    "{schema}: {:?} missing",
+                    String::from_utf8_lossy(&w)
+                );
+            }
+        }
+    }
+}
+
+/// `%json` refusals carry the `%json`'s position and the schema's reason.
+#[test]
+fn json_in_lark_refusals_say_where_and_why() {
+    let err = |src: &str| {
+        pipeline::lex_grammar_source(src, "g.lark")
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        err("start: \"a\"\n  | %json {\"type\": \"object\", \"contains\": {}}\n"),
+        "g.lark:2:5: `%json`: #/contains: unsupported `contains`: `contains` is not supported",
+    );
+    assert!(err("start: %json {\"type\": }\n").starts_with("g.lark:1:8: `%json`: invalid JSON: "));
+    assert!(err("start: %json {\"format\": \"country-code\"}\n")
+        .contains("a warning, which a Lark grammar cannot list: refused"));
+    assert_eq!(
+        err("start: A\nA: %json {}\n"),
+        "g.lark:2:4: `%json`: a schema cannot be used inside a terminal (it is a grammar)"
     );
 }

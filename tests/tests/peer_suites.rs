@@ -49,6 +49,20 @@ const EXPECTED_DISAGREEMENTS: &[(&str, &str, &str)] = &[
     // which must be present: "" and "plain" are viable prefixes, not sentences.
     ("xgrammar:test_lark_standalone_lazy_rule#1", "", "xgrammar-specific: a lazy `TEXT \"<end>\"` head becomes TagDispatch where text may end at EOS without the trigger; §1: the lazy terminal `(\\n|.)*<end>` must match"),
     ("xgrammar:test_lark_standalone_lazy_rule#1", "plain", "xgrammar-specific: a lazy `TEXT \"<end>\"` head becomes TagDispatch where text may end at EOS without the trigger; §1: the lazy terminal `(\\n|.)*<end>` must match"),
+    // `%json {…}` (README, JSON Schema "Text form"): instances are written in canonical
+    // form — compact (no whitespace), strings with every character raw except the
+    // mandatory escapes, integers that may end in a zero fraction (JSON Schema: 1.0 is an
+    // integer). The peers read other text forms.
+    ("llguidance:test_lark.rs:807", "{\"known\":0,\"\\u00e9\":1}", "%json text form: `\\u00e9` escapes a character that canonical JSON writes raw (`é`); llguidance reads any escape"),
+    ("llguidance:test_lark.rs:807", "{\"\\uD83D\\uDE00\":1}", "%json text form: a `\\uXXXX` surrogate pair for a character canonical JSON writes raw; llguidance reads any escape"),
+    ("xgrammar:test_lark_inline_json_schemas#2", "1.0", "%json {\"type\":\"integer\"}: JSON Schema counts 1.0 as an integer (README); xgrammar's integers have no fraction"),
+    ("xgrammar:test_lark_inline_json_schemas#5", "[ 1, 2, 3 ]", "%json is compact (no whitespace) by default; xgrammar's JSON allows whitespace"),
+    ("xgrammar:test_lark_inline_json_schemas#6", "{ \"x\" : -2 }", "%json is compact (no whitespace) by default; xgrammar's JSON allows whitespace"),
+    // `"values=" %json {"type":"integer"} "."`: the integer's lexeme may go on with `.`
+    // (`1.0` is an integer), so §1's greedy lexing reads `1.` as one unfinished lexeme and
+    // the final `.` can never be a separate terminal: a greedy dead end, exact by §1.
+    ("xgrammar:test_lark_inline_json_inside_sequence_and_repeat#1", "values=1.", "§1 greedy lexing: `.` continues the integer lexeme (`1.0` is an integer), so `1.` `.` cannot be lexed; xgrammar's lexer backtracks"),
+    ("xgrammar:test_lark_inline_json_inside_sequence_and_repeat#1", "values=1;-2;3.", "§1 greedy lexing: `.` continues the integer lexeme (`1.0` is an integer), so `3.` `.` cannot be lexed; xgrammar's lexer backtracks"),
 ];
 
 /// What the peer says about an input.

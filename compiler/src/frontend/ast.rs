@@ -156,6 +156,14 @@ pub enum Atom {
         /// The arguments.
         args: Vec<Atom>,
     },
+    /// `%json { schema }` (llguidance): the JSON values the schema admits, as JSON
+    /// Schema compiles them (compact, declared property order, strict).
+    Json {
+        /// The schema object's text.
+        json: String,
+        /// Byte offset of `%json`.
+        pos: usize,
+    },
 }
 
 /// A `"..."` or `/.../` literal.

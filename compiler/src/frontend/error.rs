@@ -130,6 +130,13 @@ pub enum GrammarErrorKind {
         /// Why (`only \`lazy\` is supported`, ...).
         reason: String,
     },
+    /// A `%json` schema that is not valid JSON, or that the JSON Schema front end
+    /// refuses (naming the keyword and its pointer).
+    #[error("`%json`: {message}")]
+    JsonSchema {
+        /// What is wrong.
+        message: String,
+    },
     /// A directive that is understood but malformed (e.g. bad JSON in `%llguidance`).
     #[error("invalid directive: {message}")]
     InvalidDirective {

@@ -133,6 +133,7 @@ fn describe(tok: &Tok<'_>) -> String {
         Tok::Number(n) => format!("number `{n}`"),
         Tok::Repeat(_) => "repetition `{n,m}`".into(),
         Tok::Llguidance(_) => "`%llguidance`".into(),
+        Tok::Json(_) => "`%json`".into(),
         Tok::Newline => "end of line".into(),
         Tok::Colon => "`:`".into(),
         Tok::Pipe => "`|`".into(),

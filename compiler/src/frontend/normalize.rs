@@ -101,6 +101,8 @@ struct Normalizer<'a> {
     loops: Vec<usize>,
     terminals: Vec<TermEntry>,
     term_by_key: HashMap<TermKey, usize>,
+    /// `%json` schema text → its copied start nonterminal.
+    json_schemas: HashMap<String, usize>,
 }
 
 /// Normalizes a parsed grammar. `index` maps the source's byte offsets to locations.
@@ -246,6 +248,7 @@ pub fn normalize(
         loops: Vec::new(),
         terminals: Vec::new(),
         term_by_key: HashMap::new(),
+        json_schemas: HashMap::new(),
     };
 
     // 2. Expand (and so validate) every terminal.
@@ -462,6 +465,7 @@ fn render_arg(atom: &Atom) -> String {
             args.iter().map(render_arg).collect::<Vec<_>>().join(", ")
         ),
         Atom::Group(_) | Atom::Maybe(_) => "(...)".to_string(),
+        Atom::Json { .. } => "%json {...}".to_string(),
     }
 }
 
@@ -551,7 +555,89 @@ impl<'a> Normalizer<'a> {
                 let args: Vec<Atom> = args.iter().map(|a| substitute(a, env)).collect();
                 vec![vec![PSym::N(self.instantiate(name, &args)?)]]
             }
+            Atom::Json { json, pos } => vec![vec![PSym::N(self.embed_json(json, *pos)?)]],
         })
+    }
+
+    /// `%json {schema}`: the schema's grammar (from the JSON Schema front end, default
+    /// options) copied in under `__json…` names; returns its start nonterminal. Its
+    /// terminals are shared with equal anonymous ones. The same schema text twice is
+    /// one copy.
+    fn embed_json(&mut self, json: &str, pos: usize) -> Result<usize, PosError> {
+        use super::json_schema::{schema_to_grammar, SchemaOptions};
+        use stackmask_formats::Symbol;
+        if let Some(&nt) = self.json_schemas.get(json) {
+            return Ok(nt);
+        }
+        let fail = |message: String| PosError::new(pos, GrammarErrorKind::JsonSchema { message });
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| fail(format!("invalid JSON: {e}")))?;
+        let sg = schema_to_grammar(&value, "%json", &SchemaOptions::default())
+            .map_err(|e| fail(e.issue.to_string()))?;
+        // Lark has no channel for warnings: what would be listed is refused instead,
+        // so nothing in the schema goes unenforced without a word.
+        if let Some(w) = sg.warnings.first() {
+            return Err(fail(format!(
+                "{w} (a warning, which a Lark grammar cannot list: refused){}",
+                if sg.warnings.len() > 1 {
+                    format!(", and {} more", sg.warnings.len() - 1)
+                } else {
+                    String::new()
+                }
+            )));
+        }
+        let g = sg.grammar;
+        if !g.ignore.is_empty() {
+            return Err(fail("a schema grammar with ignored lexemes".into()));
+        }
+        let terminals: Vec<usize> = g
+            .terminals
+            .iter()
+            .map(|t| {
+                if t.lazy {
+                    let id = self.terminals.len();
+                    self.terminals.push(TermEntry {
+                        name: t.name.clone(),
+                        regex: t.regex.clone(),
+                        lazy: true,
+                        priority: 0,
+                        pos,
+                    });
+                    id
+                } else {
+                    self.anonymous_terminal(t.regex.clone(), &t.name, pos)
+                }
+            })
+            .collect();
+        let k = self.json_schemas.len();
+        let base = self.nts.len();
+        for nt in &g.nonterminals {
+            let mut name = format!("__json{k}_{}", nt.name);
+            while self.nt_by_name.contains_key(&name) {
+                name.push('_');
+            }
+            self.nt_by_name.insert(name.clone(), self.nts.len());
+            self.nts.push(Nt {
+                name,
+                pos,
+                prods: Vec::new(),
+                owner: None,
+            });
+        }
+        for r in &g.rules {
+            let rhs = r
+                .rhs
+                .iter()
+                .map(|s| match *s {
+                    Symbol::Terminal(t) => PSym::T(terminals[t as usize]),
+                    Symbol::Nonterminal(n) => PSym::N(base + n as usize),
+                })
+                .collect();
+            self.nts[base + r.lhs as usize].prods.push(rhs);
+        }
+        let start = base + g.start as usize;
+        self.json_schemas.insert(json.to_string(), start);
+        Ok(start)
     }
 
     /// The terminal `name` refers to, or an "undefined terminal" error at its use.

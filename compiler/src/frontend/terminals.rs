@@ -485,6 +485,12 @@ impl<'a> TerminalExpander<'a> {
                     message: "templates cannot be used inside terminals".into(),
                 },
             )),
+            Atom::Json { pos, .. } => Err(PosError::new(
+                *pos,
+                GrammarErrorKind::JsonSchema {
+                    message: "a schema cannot be used inside a terminal (it is a grammar)".into(),
+                },
+            )),
         }
     }
 }

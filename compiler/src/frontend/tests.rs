@@ -549,8 +549,8 @@ fn unsupported_directives() {
         "g.lark:1:1: invalid directive: `allow_initial_skip` must be true or false"
     );
     assert_eq!(
-        error("start: %json {}\n"),
-        "g.lark:1:8: unsupported directive: `%json` (llguidance)"
+        error("start: %regex {}\n"),
+        "g.lark:1:8: unsupported directive: `%regex` (llguidance)"
     );
     assert_eq!(
         error("%foo x\n"),

@@ -60,6 +60,8 @@ pub enum Tok<'a> {
     Repeat(RepeatSpec),
     /// `%llguidance {json}`: the JSON object's text.
     Llguidance(&'a str),
+    /// `%json {schema}` (llguidance): the JSON Schema object's text.
+    Json(&'a str),
     /// `:`
     Colon,
     /// `|`
@@ -313,8 +315,14 @@ impl<'a> Lexer<'a> {
         )))
     }
 
-    /// `%llguidance { ... }`: returns the balanced JSON object's text.
-    fn lex_json_object(&mut self, directive_start: usize) -> Option<Result<Spanned<'a>, PosError>> {
+    /// `%llguidance { ... }` or `%json { ... }` (`schema`): returns the balanced JSON
+    /// object's text.
+    fn lex_json_object(
+        &mut self,
+        directive_start: usize,
+        schema: bool,
+    ) -> Option<Result<Spanned<'a>, PosError>> {
+        let directive = if schema { "%json" } else { "%llguidance" };
         while let Some(c) = self.peek() {
             if c.is_whitespace() {
                 self.pos += c.len_utf8();
@@ -327,7 +335,7 @@ impl<'a> Lexer<'a> {
             return self.err(
                 start,
                 GrammarErrorKind::InvalidDirective {
-                    message: "`%llguidance` must be followed by a JSON object".into(),
+                    message: format!("`{directive}` must be followed by a JSON object"),
                 },
             );
         }
@@ -353,7 +361,11 @@ impl<'a> Lexer<'a> {
                             self.pos = i + 1;
                             return Some(Ok((
                                 directive_start,
-                                Tok::Llguidance(&self.src[start..=i]),
+                                if schema {
+                                    Tok::Json(&self.src[start..=i])
+                                } else {
+                                    Tok::Llguidance(&self.src[start..=i])
+                                },
                                 i + 1,
                             )));
                         }
@@ -366,7 +378,7 @@ impl<'a> Lexer<'a> {
         self.err(
             start,
             GrammarErrorKind::InvalidDirective {
-                message: "unterminated JSON object after `%llguidance`".into(),
+                message: format!("unterminated JSON object after `{directive}`"),
             },
         )
     }
@@ -516,11 +528,11 @@ impl<'a> Iterator for Lexer<'a> {
                     "%declare" => Tok::Declare,
                     "%override" => Tok::Override,
                     "%extend" => Tok::Extend,
-                    "%llguidance" => {
+                    "%llguidance" | "%json" => {
                         self.pos += len;
-                        return self.lex_json_object(start);
+                        return self.lex_json_object(start, word == "%json");
                     }
-                    "%json" | "%regex" | "%lark" | "%if" => {
+                    "%regex" | "%lark" | "%if" => {
                         return self.err(
                             start,
                             GrammarErrorKind::UnsupportedDirective {
@@ -772,7 +784,7 @@ mod tests {
                 escape: "\\x".into()
             }
         );
-        let e = Lexer::new("start: %json {}").find_map(Result::err).unwrap();
+        let e = Lexer::new("start: %lark {}").find_map(Result::err).unwrap();
         assert_eq!(e.pos, 7);
         assert!(e.kind.is_unsupported());
         let e = Lexer::new("x: <|eos|>").find_map(Result::err).unwrap();
@@ -784,5 +796,8 @@ mod tests {
         let t = toks("%llguidance { \"a\": \"}\", \"b\": [1] }\nstart: A");
         assert_eq!(t[0], Tok::Llguidance("{ \"a\": \"}\", \"b\": [1] }"));
         assert_eq!(t[1], Tok::Newline);
+        let t = toks("start: %json {\"enum\": [\"}\"]} \"x\"");
+        assert_eq!(t[2], Tok::Json("{\"enum\": [\"}\"]}"));
+        assert!(matches!(t[3], Tok::Str(_)));
     }
 }

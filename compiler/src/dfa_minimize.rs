@@ -1,0 +1,336 @@
+//! Minimal byte DFAs for terminals (Hopcroft's partition refinement).
+//!
+//! Every lexer state a token can end in is a lexer configuration, and every
+//! configuration is a boundary the compiler builds a Terminal DWA for (a walk of the
+//! whole token trie). A terminal DFA with equivalent states therefore multiplies the
+//! compile's main cost: a JSON Schema's "any name but `length`" came out of
+//! determinization with 200 states where 24 do. regex-automata can minimize too, but
+//! its minimizer took minutes on a 53,000-state `maxLength: 4096` string; this one runs
+//! Hopcroft's algorithm over byte equivalence classes, O(classes · n log n).
+//!
+//! Equivalent states have the same future (Myhill–Nerode), so every property the lexer
+//! and the runtime read off a state — accepting, may the lexeme go on, which bytes
+//! end it — is unchanged: minimization changes no language and no lexing decision.
+
+/// Minimizes a DFA given as `trans` (`256` targets per state, state 0 the dead state
+/// with every transition to itself) and `accepting`, started at `start`. Returns the
+/// minimal DFA in the same form, with the dead state still 0, its start state, and all
+/// states reachable from it.
+pub fn minimize(trans: &[u32], accepting: &[bool], start: u32) -> (Vec<u32>, Vec<bool>, u32) {
+    let n = accepting.len();
+    debug_assert_eq!(trans.len(), n * 256);
+    let classes = byte_classes(trans, n);
+    let k = classes.len();
+    // Per (class, target), the sources (CSR).
+    let mut inv_start = vec![0u32; k * n + 1];
+    for s in 0..n {
+        for (c, &b) in classes.iter().enumerate() {
+            inv_start[c * n + trans[s * 256 + b as usize] as usize + 1] += 1;
+        }
+    }
+    for i in 1..inv_start.len() {
+        inv_start[i] += inv_start[i - 1];
+    }
+    let mut fill = inv_start.clone();
+    let mut inv = vec![0u32; k * n];
+    for s in 0..n {
+        for (c, &b) in classes.iter().enumerate() {
+            let slot = &mut fill[c * n + trans[s * 256 + b as usize] as usize];
+            inv[*slot as usize] = s as u32;
+            *slot += 1;
+        }
+    }
+
+    let mut p = Partition::new(accepting);
+    // Worklist of (block, class) splitters, with membership flags.
+    let mut pending: Vec<(u32, u32)> = Vec::new();
+    let mut in_pending: Vec<bool> = Vec::new();
+    let smaller = if p.len(0) <= p.len(1) { 0 } else { 1 };
+    for c in 0..k as u32 {
+        pending.push((smaller, c));
+    }
+    in_pending.resize(p.blocks() * k, false);
+    for c in 0..k {
+        in_pending[smaller as usize * k + c] = true;
+    }
+    let mut touched: Vec<u32> = Vec::new();
+    let mut splitter: Vec<u32> = Vec::new();
+    while let Some((b, c)) = pending.pop() {
+        in_pending[b as usize * k + c as usize] = false;
+        // Mark every state with a transition on class `c` into block `b` (copied
+        // first: marking reorders blocks, `b` among them).
+        let (lo, hi) = p.range(b);
+        splitter.clear();
+        splitter.extend_from_slice(&p.elems[lo..hi]);
+        for &t in &splitter {
+            let t = t as usize;
+            let srcs = &inv[inv_start[c as usize * n + t] as usize
+                ..inv_start[c as usize * n + t + 1] as usize];
+            for &s in srcs {
+                if p.mark(s) {
+                    touched.push(p.block_of[s as usize]);
+                }
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for &d in &touched {
+            if let Some(new) = p.split(d) {
+                in_pending.resize(p.blocks() * k, false);
+                for a in 0..k {
+                    // (d, a) pending: both halves must be; else the smaller half suffices.
+                    let add = if in_pending[d as usize * k + a] || p.len(new) <= p.len(d) {
+                        new
+                    } else {
+                        d
+                    };
+                    if !in_pending[add as usize * k + a] {
+                        in_pending[add as usize * k + a] = true;
+                        pending.push((add, a as u32));
+                    }
+                }
+            }
+        }
+        touched.clear();
+    }
+
+    // Renumber: the dead state's block 0, the start's 1, then breadth-first.
+    let mut id = vec![u32::MAX; p.blocks()];
+    id[p.block_of[0] as usize] = 0;
+    let mut order = vec![p.block_of[0]];
+    if id[p.block_of[start as usize] as usize] == u32::MAX {
+        id[p.block_of[start as usize] as usize] = 1;
+        order.push(p.block_of[start as usize]);
+    }
+    let mut out_trans = Vec::new();
+    let mut out_accepting = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let rep = p.elems[p.range(order[i]).0] as usize;
+        out_accepting.push(accepting[rep]);
+        for b in 0..256 {
+            let t = p.block_of[trans[rep * 256 + b] as usize] as usize;
+            if id[t] == u32::MAX {
+                id[t] = order.len() as u32;
+                order.push(t as u32);
+            }
+            out_trans.push(id[t]);
+        }
+        i += 1;
+    }
+    (
+        out_trans,
+        out_accepting,
+        id[p.block_of[start as usize] as usize],
+    )
+}
+
+/// Bytes no transition tells apart, one representative byte each: columns are
+/// compared by hash first, so this is O(256 · n).
+fn byte_classes(trans: &[u32], n: usize) -> Vec<u8> {
+    use std::hash::{Hash, Hasher};
+    let column = |b: usize| (0..n).map(move |s| trans[s * 256 + b]);
+    let mut reps: Vec<(u64, u8)> = Vec::new();
+    for b in 0..256usize {
+        let mut h = rustc_hash::FxHasher::default();
+        column(b).for_each(|t| t.hash(&mut h));
+        let h = h.finish();
+        let known = reps
+            .iter()
+            .any(|&(hr, r)| hr == h && column(b).eq(column(r as usize)));
+        if !known {
+            reps.push((h, b as u8));
+        }
+    }
+    reps.into_iter().map(|(_, b)| b).collect()
+}
+
+/// A partition of the states into blocks, each a range of `elems`; a block's marked
+/// states are moved to the front of its range.
+struct Partition {
+    elems: Vec<u32>,
+    /// Position of each state in `elems`.
+    loc: Vec<u32>,
+    block_of: Vec<u32>,
+    /// Per block: start, end and number of marked states.
+    start: Vec<u32>,
+    end: Vec<u32>,
+    marked: Vec<u32>,
+}
+
+impl Partition {
+    /// Blocks 0 (non-accepting) and 1 (accepting), the latter possibly empty.
+    fn new(accepting: &[bool]) -> Self {
+        let mut elems: Vec<u32> = (0..accepting.len() as u32)
+            .filter(|&s| !accepting[s as usize])
+            .collect();
+        let cut = elems.len() as u32;
+        elems.extend((0..accepting.len() as u32).filter(|&s| accepting[s as usize]));
+        let mut loc = vec![0u32; elems.len()];
+        for (i, &s) in elems.iter().enumerate() {
+            loc[s as usize] = i as u32;
+        }
+        let block_of = accepting.iter().map(|&a| u32::from(a)).collect();
+        Partition {
+            loc,
+            block_of,
+            start: vec![0, cut],
+            end: vec![cut, elems.len() as u32],
+            marked: vec![0, 0],
+            elems,
+        }
+    }
+
+    fn blocks(&self) -> usize {
+        self.start.len()
+    }
+
+    fn len(&self, b: u32) -> u32 {
+        self.end[b as usize] - self.start[b as usize]
+    }
+
+    fn range(&self, b: u32) -> (usize, usize) {
+        (
+            self.start[b as usize] as usize,
+            self.end[b as usize] as usize,
+        )
+    }
+
+    /// Marks state `s`; true if its block had no marked state before.
+    fn mark(&mut self, s: u32) -> bool {
+        let b = self.block_of[s as usize] as usize;
+        let pos = self.loc[s as usize];
+        let first_unmarked = self.start[b] + self.marked[b];
+        if pos < first_unmarked {
+            return false; // Already marked.
+        }
+        let other = self.elems[first_unmarked as usize];
+        self.elems.swap(pos as usize, first_unmarked as usize);
+        self.loc[other as usize] = pos;
+        self.loc[s as usize] = first_unmarked;
+        self.marked[b] += 1;
+        self.marked[b] == 1
+    }
+
+    /// Splits block `b` into its marked and unmarked states when both are non-empty:
+    /// the marked ones become a new block, whose id is returned. Clears the marks.
+    fn split(&mut self, b: u32) -> Option<u32> {
+        let b = b as usize;
+        let m = std::mem::take(&mut self.marked[b]);
+        if m == 0 || m == self.end[b] - self.start[b] {
+            return None;
+        }
+        let new = self.start.len() as u32;
+        let (lo, cut) = (self.start[b], self.start[b] + m);
+        self.start.push(lo);
+        self.end.push(cut);
+        self.marked.push(0);
+        self.start[b] = cut;
+        for i in lo..cut {
+            self.block_of[self.elems[i as usize] as usize] = new;
+        }
+        Some(new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DFA from `(state, byte, target)` edges over `n` states (0 dead).
+    fn dfa(n: usize, edges: &[(u32, u8, u32)]) -> Vec<u32> {
+        let mut t = vec![0u32; n * 256];
+        for &(s, b, to) in edges {
+            t[s as usize * 256 + b as usize] = to;
+        }
+        t
+    }
+
+    /// Whether two DFAs accept the same strings up to length `len` over `alphabet`.
+    fn same_language(
+        a: (&[u32], &[bool], u32),
+        b: (&[u32], &[bool], u32),
+        alphabet: &[u8],
+        len: usize,
+    ) -> bool {
+        let mut frontier = vec![(a.2, b.2)];
+        for _ in 0..=len {
+            let mut next = Vec::new();
+            for &(x, y) in &frontier {
+                if a.1[x as usize] != b.1[y as usize] {
+                    return false;
+                }
+                for &c in alphabet {
+                    next.push((
+                        a.0[x as usize * 256 + c as usize],
+                        b.0[y as usize * 256 + c as usize],
+                    ));
+                }
+            }
+            next.sort_unstable();
+            next.dedup();
+            frontier = next;
+        }
+        true
+    }
+
+    #[test]
+    fn merges_equivalent_states_and_keeps_the_language() {
+        // (a|b)c with the two branches as separate states 2 and 3.
+        let t = dfa(5, &[(1, b'a', 2), (1, b'b', 3), (2, b'c', 4), (3, b'c', 4)]);
+        let acc = [false, false, false, false, true];
+        let (mt, ma, ms) = minimize(&t, &acc, 1);
+        assert_eq!(ma.len(), 4, "dead, start, after a|b, after c");
+        assert!(same_language((&t, &acc, 1), (&mt, &ma, ms), b"abcd", 4));
+        assert_eq!(ms, 1);
+        assert!(mt[..256].iter().all(|&x| x == 0), "state 0 stays dead");
+    }
+
+    #[test]
+    fn keeps_states_that_differ_in_their_future() {
+        // "ab" | "cd": after `a` and after `c` the futures differ.
+        let t = dfa(6, &[(1, b'a', 2), (1, b'c', 3), (2, b'b', 4), (3, b'd', 5)]);
+        let acc = [false, false, false, false, true, true];
+        let (mt, ma, ms) = minimize(&t, &acc, 1);
+        assert_eq!(ma.len(), 5);
+        assert!(same_language((&t, &acc, 1), (&mt, &ma, ms), b"abcdx", 4));
+    }
+
+    #[test]
+    fn a_long_chain_stays_a_chain() {
+        // a{1,2000}: already minimal; must stay so and be quick (Hopcroft, not Moore).
+        let n = 2002;
+        let edges: Vec<(u32, u8, u32)> = (1..n as u32 - 1).map(|s| (s, b'a', s + 1)).collect();
+        let t = dfa(n, &edges);
+        let acc: Vec<bool> = (0..n).map(|s| s >= 2).collect();
+        let (_, ma, _) = minimize(&t, &acc, 1);
+        assert_eq!(ma.len(), n);
+    }
+
+    #[test]
+    fn random_dfas_keep_their_language() {
+        let mut seed = 0x9e3779b97f4a7c15u64;
+        let mut rand = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _ in 0..300 {
+            let n = 2 + rand(12) as usize;
+            let mut t = vec![0u32; n * 256];
+            for s in 1..n {
+                for c in b"abc" {
+                    t[s * 256 + *c as usize] = rand(n as u64) as u32;
+                }
+            }
+            let acc: Vec<bool> = (0..n).map(|s| s != 0 && rand(3) == 0).collect();
+            let (mt, ma, ms) = minimize(&t, &acc, 1);
+            assert!(ma.len() <= n);
+            assert!(same_language((&t, &acc, 1), (&mt, &ma, ms), b"abcz", 8));
+            // Minimal: minimizing again changes nothing.
+            let (_, ma2, _) = minimize(&mt, &ma, ms);
+            assert_eq!(ma2.len(), ma.len());
+        }
+    }
+}
