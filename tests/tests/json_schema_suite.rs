@@ -433,20 +433,49 @@ fn compiled_agrees_with_reference(
 /// Strings with length bounds past 1024 characters are chunk lexemes: the compiled
 /// path gives the reference masks across chunk boundaries and at both bounds.
 #[test]
-fn compiled_path_on_long_strings() {
-    let schema = serde_json::json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 1030, "maxLength": 1300}}});
-    let sg = json_schema::schema_to_grammar(&schema, "long", &SchemaOptions::default()).unwrap();
+fn compiled_path_on_chunked_strings() {
+    // Long bounds (chunks and a tail at each bound), short ones down to a single chunk,
+    // an open maximum, and free whitespace (where strings are one terminal, not chunks).
     let unit = ["a", "\"", "é", "\n"];
-    let tests: Vec<(String, bool)> = [1029usize, 1030, 1279, 1280, 1300, 1301]
-        .iter()
-        .map(|&n| {
-            let value: String = (0..n).map(|i| unit[i % unit.len()]).collect();
-            let text = serde_json::json!({ "s": value }).to_string();
-            (text, (1030..=1300).contains(&n))
-        })
-        .collect();
-    let masks = compiled_agrees_with_reference(sg.grammar, &schema, "long strings", &tests);
-    assert!(masks > 6000, "{masks}");
+    let cases: [(u64, Option<u64>, json_schema::Whitespace); 6] = [
+        (1030, Some(1300), json_schema::Whitespace::Compact),
+        (1, Some(255), json_schema::Whitespace::Compact),
+        (0, Some(64), json_schema::Whitespace::Compact),
+        (20, None, json_schema::Whitespace::Compact),
+        (3, Some(255), json_schema::Whitespace::Compact),
+        (3, Some(40), json_schema::Whitespace::Free),
+    ];
+    let mut masks = 0;
+    for (min, max, whitespace) in cases {
+        let mut s = serde_json::json!({"type": "string", "minLength": min});
+        if let Some(m) = max {
+            s["maxLength"] = m.into();
+        }
+        let schema = serde_json::json!({"type": "object", "properties": {"s": s}});
+        let opts = SchemaOptions {
+            whitespace,
+            ..SchemaOptions::default()
+        };
+        let sg = json_schema::schema_to_grammar(&schema, "strings", &opts).unwrap();
+        let top = max.unwrap_or(min + 30);
+        let mut lengths = vec![min.saturating_sub(1), min, min + 1, min + 7, min + 8];
+        lengths.extend([top.saturating_sub(8), top - 1, top, top + 1]);
+        let tests: Vec<(String, bool)> = lengths
+            .iter()
+            .map(|&n| {
+                let value: String = (0..n as usize).map(|i| unit[i % unit.len()]).collect();
+                let text = if whitespace == json_schema::Whitespace::Free {
+                    format!("{{ \"s\" :\n {} }}", serde_json::json!(value))
+                } else {
+                    serde_json::json!({ "s": value }).to_string()
+                };
+                (text, n >= min && max.is_none_or(|m| n <= m))
+            })
+            .collect();
+        let what = format!("strings {min}..{max:?} {whitespace:?}");
+        masks += compiled_agrees_with_reference(sg.grammar, &schema, &what, &tests);
+    }
+    assert!(masks > 12000, "{masks}");
 }
 
 #[test]

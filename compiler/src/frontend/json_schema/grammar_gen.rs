@@ -12,7 +12,7 @@ use super::listed_values::ListedValues;
 use super::presence::{self, Presence};
 use super::refs::{self, child, RefIndex};
 use super::{
-    ecma_regex, formats, long_string, merge, number_lang, string_lang, Draft, PropertyOrder,
+    chunked_string, ecma_regex, formats, merge, number_lang, string_lang, Draft, PropertyOrder,
     SchemaIssue, SchemaOptions, Whitespace,
 };
 use regex_syntax::hir::Hir;
@@ -68,6 +68,8 @@ pub struct Generator<'a> {
     nonterminals: Vec<Nonterminal>,
     rules: Vec<Rule>,
     memo: HashMap<String, u32>,
+    /// The characters of chunked strings, by their bounds (`minLength`, `maxLength`).
+    string_bodies: HashMap<(u64, Option<u64>), u32>,
 }
 
 const ALL_TYPES: [&str; 6] = ["null", "boolean", "number", "string", "array", "object"];
@@ -89,6 +91,7 @@ impl<'a> Generator<'a> {
             nonterminals: Vec::new(),
             rules: Vec::new(),
             memo: HashMap::new(),
+            string_bodies: HashMap::new(),
         }
     }
 
@@ -1075,23 +1078,56 @@ impl<'a> Generator<'a> {
         Ok(Some(h))
     }
 
-    /// A string with only large length bounds, written as chunk lexemes
-    /// ([`long_string`]); `false` if the schema is not such a string (or whitespace is
-    /// free, where chunks cannot be used).
+    /// A string with only length bounds, written as chunk lexemes ([`chunked_string`]);
+    /// `false` if the schema is not such a string, its bounds are below one chunk, or
+    /// whitespace is free (where an ignored run could stand between chunks).
     fn chunked_string(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<bool> {
         let (min, max) = (count(m, "minLength", ptr)?, count(m, "maxLength", ptr)?);
+        let chunk = chunked_string::CHUNK_CHARS;
         if self.opts.whitespace != Whitespace::Compact
             || m.contains_key("pattern")
             || m.contains_key("format")
-            || !long_string::is_long(min, max)
+            || !chunked_string::is_chunked(min, max, chunk)
         {
             return Ok(false);
         }
+        let min = min.unwrap_or(0);
+        if max.is_some_and(|x| x < min) {
+            return Ok(true);
+        }
+        let quote = self.lit("\"");
+        if min == 0 {
+            self.rule(nt, vec![quote, quote]);
+        }
+        let body = match self.string_bodies.get(&(min, max)) {
+            Some(&body) => body,
+            None => {
+                let body = self.string_body(min, max, chunk, ptr)?;
+                self.string_bodies.insert((min, max), body);
+                body
+            }
+        };
+        self.rule(nt, vec![quote, Symbol::Nonterminal(body), quote]);
+        Ok(true)
+    }
+
+    /// The characters of a chunked string of `min..=max` characters (`min` ≥ 1), without
+    /// its quotes: `k` middle chunks, then a tail of fewer characters than a chunk.
+    ///
+    /// The chunks are counted left-recursively — `R(k) → R(j) chunk`, and the body
+    /// `→ R(j) tail(j)` — so the parse stack stays a few entries deep inside the string
+    /// whatever its length (a right-recursive count would push one entry per chunk and
+    /// pop them all in one reduction chain at the end). The quotes stay outside the
+    /// body so that every body item's lookahead is the closing quote: canonical LR(1)
+    /// then builds the count's states once, not once per context the string stands in
+    /// (what follows the closing quote). Bodies are shared by every string with the same
+    /// bounds, whatever else their schemas say (`description`...).
+    fn string_body(&mut self, min: u64, max: Option<u64>, chunk: u64, ptr: &str) -> R<u32> {
         let chars = |lo: u64, hi: u64| {
             string_lang::repeat(string_lang::any_char(), lo as u32, Some(hi as u32))
         };
         let text = |h: &Hir| {
-            string_lang::encode(h).map_err(|e| {
+            string_lang::encode(h).map(|x| x.to_string()).map_err(|e| {
                 issue(
                     ptr,
                     Some("maxLength"),
@@ -1099,30 +1135,30 @@ impl<'a> Generator<'a> {
                 )
             })
         };
-        let steps = long_string::plan(min.unwrap_or(0), max, long_string::CHUNK_CHARS);
-        if steps.is_empty() {
-            return Ok(true);
-        }
-        let mut step_nts = Vec::new();
-        for j in 0..steps.len() {
-            step_nts.push(self.new_nt(&format!("string at {ptr} after {j} chunks"))?);
-        }
-        let chunk = long_string::CHUNK_CHARS;
-        let mid = text(&chars(chunk, chunk))?.to_string();
+        let body = self.new_nt(&format!("string of {min}..{max:?} characters at {ptr}"))?;
+        let steps = chunked_string::plan(min, max, chunk);
+        // counts[j - 1]: `j` chunks read.
+        let counts: Vec<u32> = (1..steps.len())
+            .map(|j| self.new_nt(&format!("string at {ptr} after {j} chunks")))
+            .collect::<R<_>>()?;
+        let read = |j: usize| (j > 0).then(|| Symbol::Nonterminal(counts[j - 1]));
+        let mid = text(&chars(chunk, chunk))?;
         let mid = Symbol::Terminal(self.term(&format!("string chunk at {ptr}"), &mid));
-        for (step, &snt) in steps.iter().zip(&step_nts) {
-            if let Some(next) = step.more {
-                self.rule(snt, vec![mid, Symbol::Nonterminal(step_nts[next])]);
+        for (j, step) in steps.iter().enumerate() {
+            if let Some(k) = step.more {
+                self.rule(counts[k - 1], read(j).into_iter().chain([mid]).collect());
             }
-            if let Some((lo, hi)) = step.tail {
-                let tail = Hir::concat(vec![text(&chars(lo, hi))?, Hir::literal(b"\"".to_vec())]);
-                let tail = self.term(&format!("string end at {ptr}"), &tail.to_string());
-                self.rule(snt, vec![Symbol::Terminal(tail)]);
+            let Some((lo, hi)) = step.tail else { continue };
+            if lo == 0 && j > 0 {
+                self.rule(body, read(j).into_iter().collect());
+            }
+            if lo.max(1) <= hi {
+                let tail = text(&chars(lo.max(1), hi))?;
+                let tail = Symbol::Terminal(self.term(&format!("string end at {ptr}"), &tail));
+                self.rule(body, read(j).into_iter().chain([tail]).collect());
             }
         }
-        let open = self.lit("\"");
-        self.rule(nt, vec![open, Symbol::Nonterminal(step_nts[0])]);
-        Ok(true)
+        Ok(body)
     }
 
     fn string_regex(&mut self, m: &Map<String, Value>, ptr: &str) -> R<Option<String>> {

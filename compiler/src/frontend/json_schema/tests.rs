@@ -323,6 +323,52 @@ fn long_strings_are_exact_around_every_bound() {
 }
 
 #[test]
+fn short_length_bounds_are_exact_at_and_around_every_chunk() {
+    // Bounds from one chunk up (chunked) and just below it (one terminal), with lengths
+    // at every multiple of the chunk and one either side of it and of each bound.
+    let c = super::chunked_string::CHUNK_CHARS as usize;
+    let unit = ["a", "\"", "é", "\\", "😀"];
+    let bounds: [(Option<usize>, Option<usize>); 10] = [
+        (Some(1), Some(255)),
+        (None, Some(64)),
+        (Some(20), None),
+        (Some(3), Some(255)),
+        (Some(c), Some(c)),
+        (Some(c - 1), Some(c + 1)),
+        (None, Some(c)),
+        (Some(2 * c), Some(2 * c)),
+        (Some(1), Some(c - 1)),
+        (Some(c + 3), Some(3 * c - 2)),
+    ];
+    for (min, max) in bounds {
+        let mut s = json!({"type": "object", "properties": {"s": {"type": "string"}}});
+        if let Some(m) = min {
+            s["properties"]["s"]["minLength"] = json!(m);
+        }
+        if let Some(m) = max {
+            s["properties"]["s"]["maxLength"] = json!(m);
+        }
+        let ok = accepts(&s, &SchemaOptions::default());
+        let top = max.unwrap_or(min.unwrap_or(0) + 3 * c) + c + 1;
+        for n in 0..=top.min(80) {
+            let value: String = (0..n).map(|i| unit[i % unit.len()]).collect();
+            let want = min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m);
+            assert_eq!(
+                ok(&json!({ "s": value }).to_string()),
+                want,
+                "{s}: {n} characters"
+            );
+        }
+        for n in [max.unwrap_or(200), max.unwrap_or(200) + 1, top] {
+            let value = "x".repeat(n);
+            let want = min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m);
+            assert_eq!(ok(&json!({ "s": value }).to_string()), want, "{s}: {n} x");
+        }
+        assert!(!ok(r#"{"s":1}"#) && !ok(r#"{"s":"#));
+    }
+}
+
+#[test]
 fn property_names_outside_a_list_and_not_no_names() {
     let objects = member_subsets(&["1", "2", "3", "4"], &json!([1, 2]));
     for s in [

@@ -1,24 +1,27 @@
-//! Strings with large length bounds (`maxLength: 65535`) as a chain of chunk lexemes.
+//! Strings with length bounds (`maxLength: 1024`) as a chain of chunk lexemes.
 //!
-//! One terminal `"[any character]{0,65535}"` is exact but its NFA copies the encoded
-//! character 65,535 times (past the lexer's 64 MiB limit) and its DFA would need a
-//! state per count. Instead the string is written as the lexemes `"`, then `j` *middle
-//! chunks* of exactly [`CHUNK_CHARS`] characters, then a *tail* of fewer than
-//! [`CHUNK_CHARS`] characters and the closing quote. A text of `n` characters splits in
-//! exactly one way (`j = n / CHUNK_CHARS`: a middle chunk never contains a quote, a
-//! tail is shorter than a chunk), so the grammar counts chunks with one nonterminal
-//! per `j` and the tail's bounds finish the count — the language is exactly the strings
-//! of `min..=max` characters. Under the one-byte lookahead rule nothing changes either:
-//! a middle chunk has one length and cannot be extended, and a tail ends in a quote.
+//! One terminal `"[any character]{0,1024}"` is exact, but its DFA needs a state per
+//! count and per byte of a character in progress (~12,000 states), and every state a
+//! token can end in is a lexer boundary that the compiler walks the whole token trie
+//! from (`terminal_dwa`); `maxLength: 65535` is past the lexer's NFA limit altogether.
+//! Instead the string is written as the lexemes `"`, then `j` *middle chunks* of
+//! exactly [`CHUNK_CHARS`] characters, then a *tail* of fewer than [`CHUNK_CHARS`]
+//! characters and the closing quote. A text of `n` characters splits in exactly one
+//! way (`j = n / CHUNK_CHARS`: a middle chunk never contains a quote, a tail is shorter
+//! than a chunk), so the grammar counts chunks with one nonterminal per `j` and the
+//! tail's bounds finish the count — the language is exactly the strings of
+//! `min..=max` characters. Under the one-byte lookahead rule nothing changes either: a
+//! middle chunk has one length and cannot be extended, and a tail ends in a quote.
+//! The lexer's states are then bounded by the chunk size, not the length: every
+//! chunked string shares the middle chunk and the tail of `0..CHUNK_CHARS` characters,
+//! and only the tails at a bound are its own.
 //!
 //! Only for compact whitespace: with free whitespace an ignored run could stand between
 //! two chunks, inside the string.
 
-/// Characters in one middle chunk.
-pub const CHUNK_CHARS: u64 = 256;
-
-/// Length bounds above which a string is chunked (below, one terminal is small).
-pub const LONG_STRING_CHARS: u64 = 1024;
+/// Characters in one middle chunk (chosen by measuring compile time, artifact size and
+/// lexer boundaries on MaskBench schemas with o200k: README, "MaskBench subset").
+pub const CHUNK_CHARS: u64 = 8;
 
 /// One chunk count `j` (`j` middle chunks read): what may follow.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,9 +64,10 @@ pub fn plan(min: u64, max: Option<u64>, chunk: u64) -> Vec<Step> {
         .collect()
 }
 
-/// Whether a string schema's lengths call for chunks.
-pub fn is_long(min: Option<u64>, max: Option<u64>) -> bool {
-    max.is_some_and(|m| m > LONG_STRING_CHARS) || min.is_some_and(|m| m > LONG_STRING_CHARS)
+/// Whether a string's length bounds call for chunks of `chunk` characters: a bound
+/// reaches a whole chunk (below, the single terminal is no larger than a tail).
+pub fn is_chunked(min: Option<u64>, max: Option<u64>, chunk: u64) -> bool {
+    max.is_some_and(|m| m >= chunk) || min.is_some_and(|m| m >= chunk)
 }
 
 #[cfg(test)]
@@ -118,8 +122,11 @@ mod tests {
     }
 
     #[test]
-    fn long_means_past_the_threshold() {
-        assert!(is_long(None, Some(65535)) && is_long(Some(2000), None));
-        assert!(!is_long(Some(3), Some(LONG_STRING_CHARS)) && !is_long(None, None));
+    fn chunked_from_one_whole_chunk() {
+        let c = CHUNK_CHARS;
+        assert!(is_chunked(None, Some(65535), c) && is_chunked(Some(c), None, c));
+        assert!(is_chunked(Some(1), Some(c), c));
+        assert!(!is_chunked(Some(1), Some(c - 1), c) && !is_chunked(Some(1), None, c));
+        assert!(!is_chunked(None, None, c));
     }
 }
