@@ -235,7 +235,7 @@ fn json_schema_test_suite() {
 }
 
 const EXPECTED_SUITE_TOTALS: [(usize, usize, usize, usize, usize); 2] =
-    [(461, 256, 1363, 1345, 18), (321, 232, 1175, 1169, 6)];
+    [(461, 258, 1371, 1353, 18), (321, 234, 1183, 1177, 6)];
 
 /// The suite with `--property-order any`: the property-order rejections are gone
 /// (`allOf` merging, `const` objects), the number forms and 2020-12's asserted
@@ -249,7 +249,7 @@ fn json_schema_test_suite_any_order() {
 }
 
 const EXPECTED_SUITE_TOTALS_ANY_ORDER: [(usize, usize, usize, usize, usize); 2] =
-    [(461, 256, 1363, 1348, 15), (321, 232, 1175, 1172, 3)];
+    [(461, 258, 1371, 1356, 15), (321, 234, 1183, 1180, 3)];
 
 /// MaskBench subset: strict and lenient coverage, verdicts, and llguidance beside it,
 /// in one property order.
@@ -302,6 +302,7 @@ fn run_maskbench(step: usize, order: PropertyOrder) -> String {
                     let kw = e.issue.keyword.clone().unwrap_or_else(|| "(none)".into());
                     if !lenient {
                         *refusals.entry(kw.clone()).or_default() += 1;
+                        report += &format!("strict {name}: refused: {e}\n");
                     }
                     if e.issue.keyword.is_none() {
                         report += &format!("{mode} {name}: refused without a keyword: {e}\n");
@@ -463,9 +464,6 @@ fn compiled_path_on_suite_groups_any_order() {
 /// Compiles the groups of draft 2020-12 `files` that the front end accepts, checks
 /// verdicts and masks against the reference path; returns (groups, instances, masks).
 fn compiled_path(files: &[&str], opts: &SchemaOptions) -> (usize, usize, usize) {
-    use stackmask_runtime::reference::ReferenceMatcher;
-    use stackmask_runtime::{Engine, Matcher};
-    use std::sync::Arc;
     let root = corpus(SUITE).join("draft2020-12");
     let (mut groups_compiled, mut instances, mut masks) = (0, 0, 0);
     for &file in files {
@@ -477,54 +475,126 @@ fn compiled_path(files: &[&str], opts: &SchemaOptions) -> (usize, usize, usize) 
             let Ok(sg) = json_schema::schema_to_grammar(&g["schema"], file, opts) else {
                 continue;
             };
-            let dfas = stackmask_compiler::lexer::compile_lexer(&sg.grammar).unwrap();
-            let lexed = LexedGrammar {
-                grammar: sg.grammar,
-                dfas,
-            };
-            let source = g["schema"].to_string();
-            let built = pipeline::build_artifact_from_lexed(
-                lexed,
-                &source,
-                file,
-                "bytes",
-                &pipeline::CompileOptions::default(),
-                &Deadline::unlimited(),
-                |_| {},
-            )
-            .unwrap_or_else(|e| panic!("{file}: {}: {e}", g["description"]));
+            let tests: Vec<(String, bool)> = g["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    let text = serde_json::to_string(&t["data"]).unwrap();
+                    (text, t["valid"].as_bool().unwrap())
+                })
+                .collect();
+            let what = format!("{file}: {}", g["description"]);
+            masks += compiled_agrees_with_reference(sg.grammar, &g["schema"], &what, &tests);
             groups_compiled += 1;
-            let engine = Arc::new(
-                Engine::from_bytes(stackmask_formats::artifact::AlignedBytes::from_slice(
-                    &built.bytes,
-                ))
-                .unwrap(),
-            );
-            let reference = engine.reference().unwrap();
-            let words = engine.mask_words();
-            for t in g["tests"].as_array().unwrap() {
-                instances += 1;
-                let text = serde_json::to_string(&t["data"]).unwrap();
-                let valid = t["valid"].as_bool().unwrap();
-                let mut m = Matcher::new(engine.clone());
-                let mut r = ReferenceMatcher::new(reference.clone());
-                let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
-                let mut alive = true;
-                for tok in built.tokenizer.encode(text.as_bytes()).unwrap() {
-                    m.fill_mask(&mut a);
-                    r.fill_mask(&mut b);
-                    masks += 1;
-                    assert_eq!(a, b, "{file}: {}: masks differ in {text}", g["description"]);
-                    if m.commit(tok).is_err() {
-                        alive = false;
-                        break;
-                    }
-                    r.commit(tok).unwrap();
-                }
-                let accepted = alive && m.is_accepting();
-                assert_eq!(accepted, valid, "{file}: {}: {text}", g["description"]);
-            }
+            instances += tests.len();
         }
     }
     (groups_compiled, instances, masks)
 }
+
+/// Compiles a schema's grammar to an artifact (`bytes` vocabulary) and runs each
+/// `(text, valid)` instance through the compiled `Matcher` and the reference matcher
+/// side by side: equal masks at every step, and the expected verdict. Returns the
+/// number of masks compared.
+fn compiled_agrees_with_reference(
+    grammar: stackmask_formats::Grammar,
+    schema: &Value,
+    what: &str,
+    tests: &[(String, bool)],
+) -> usize {
+    use stackmask_runtime::reference::ReferenceMatcher;
+    use stackmask_runtime::{Engine, Matcher};
+    use std::sync::Arc;
+    let dfas = stackmask_compiler::lexer::compile_lexer(&grammar).unwrap();
+    let lexed = LexedGrammar { grammar, dfas };
+    let source = schema.to_string();
+    let built = pipeline::build_artifact_from_lexed(
+        lexed,
+        &source,
+        what,
+        "bytes",
+        &pipeline::CompileOptions::default(),
+        &Deadline::unlimited(),
+        |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let engine = Arc::new(
+        Engine::from_bytes(stackmask_formats::artifact::AlignedBytes::from_slice(
+            &built.bytes,
+        ))
+        .unwrap(),
+    );
+    let reference = engine.reference().unwrap();
+    let words = engine.mask_words();
+    let mut masks = 0;
+    for (text, valid) in tests {
+        let mut m = Matcher::new(engine.clone());
+        let mut r = ReferenceMatcher::new(reference.clone());
+        let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
+        let mut alive = true;
+        for tok in built.tokenizer.encode(text.as_bytes()).unwrap() {
+            m.fill_mask(&mut a);
+            r.fill_mask(&mut b);
+            masks += 1;
+            assert_eq!(a, b, "{what}: masks differ in {text}");
+            if m.commit(tok).is_err() {
+                alive = false;
+                break;
+            }
+            r.commit(tok).unwrap();
+        }
+        let accepted = alive && m.is_accepting();
+        assert_eq!(accepted, *valid, "{what}: {text}");
+    }
+    masks
+}
+
+/// Strings with length bounds of a chunk or more are chunk lexemes: the compiled
+/// path gives the reference masks across chunk boundaries and at both bounds.
+#[test]
+fn compiled_path_on_chunked_strings() {
+    // Long bounds (chunks and a tail at each bound), short ones down to a single chunk,
+    // an open maximum, and free whitespace (where strings are one terminal, not chunks).
+    let unit = ["a", "\"", "é", "\n"];
+    let cases: [(u64, Option<u64>, json_schema::Whitespace); 6] = [
+        (1030, Some(1300), json_schema::Whitespace::Compact),
+        (1, Some(255), json_schema::Whitespace::Compact),
+        (0, Some(64), json_schema::Whitespace::Compact),
+        (20, None, json_schema::Whitespace::Compact),
+        (3, Some(255), json_schema::Whitespace::Compact),
+        (3, Some(40), json_schema::Whitespace::Free),
+    ];
+    let mut masks = 0;
+    for (min, max, whitespace) in cases {
+        let mut s = serde_json::json!({"type": "string", "minLength": min});
+        if let Some(m) = max {
+            s["maxLength"] = m.into();
+        }
+        let schema = serde_json::json!({"type": "object", "properties": {"s": s}});
+        let opts = SchemaOptions {
+            whitespace,
+            ..SchemaOptions::default()
+        };
+        let sg = json_schema::schema_to_grammar(&schema, "strings", &opts).unwrap();
+        let top = max.unwrap_or(min + 30);
+        let mut lengths = vec![min.saturating_sub(1), min, min + 1, min + 7, min + 8];
+        lengths.extend([top.saturating_sub(8), top - 1, top, top + 1]);
+        let tests: Vec<(String, bool)> = lengths
+            .iter()
+            .map(|&n| {
+                let value: String = (0..n as usize).map(|i| unit[i % unit.len()]).collect();
+                let text = if whitespace == json_schema::Whitespace::Free {
+                    format!("{{ \"s\" :\n {} }}", serde_json::json!(value))
+                } else {
+                    serde_json::json!({ "s": value }).to_string()
+                };
+                (text, n >= min && max.is_none_or(|m| n <= m))
+            })
+            .collect();
+        let what = format!("strings {min}..{max:?} {whitespace:?}");
+        masks += compiled_agrees_with_reference(sg.grammar, &schema, &what, &tests);
+    }
+    assert!(masks > 12000, "{masks}");
+}
+

@@ -13,8 +13,8 @@ use super::listed_values::ListedValues;
 use super::presence::{self, Presence};
 use super::refs::{self, child, RefIndex};
 use super::{
-    ecma_regex, formats, merge, number_lang, string_lang, Draft, PropertyOrder, SchemaIssue,
-    SchemaOptions, Whitespace,
+    chunked_string, ecma_regex, formats, merge, number_lang, string_lang, Draft, PropertyOrder,
+    SchemaIssue, SchemaOptions, Whitespace,
 };
 use regex_syntax::hir::Hir;
 use serde_json::{json, Map, Value};
@@ -69,6 +69,8 @@ pub struct Generator<'a> {
     nonterminals: Vec<Nonterminal>,
     rules: Vec<Rule>,
     memo: HashMap<String, u32>,
+    /// The characters of chunked strings, by their bounds (`minLength`, `maxLength`).
+    string_bodies: HashMap<(u64, Option<u64>), u32>,
 }
 
 impl any_order::RuleSink for Generator<'_> {
@@ -109,6 +111,7 @@ impl<'a> Generator<'a> {
             nonterminals: Vec::new(),
             rules: Vec::new(),
             memo: HashMap::new(),
+            string_bodies: HashMap::new(),
         }
     }
 
@@ -211,7 +214,10 @@ impl<'a> Generator<'a> {
             return self.typed(nt, &flat.map, ptr, conditions);
         };
         let group = flat.groups[gi].clone();
-        if group.one_of && !self.disjoint(&group.branches, &group.pointer)? {
+        if group.one_of
+            && !self.disjoint(&group.branches, &group.pointer)?
+            && !self.disjoint_beside(&flat.map, &group)
+        {
             self.diags.unsupported(
                 &group.pointer,
                 "oneOf",
@@ -362,6 +368,18 @@ impl<'a> Generator<'a> {
                     }
                 }
                 "minContains" | "maxContains" => {}
+                // `propertyNames: false` holds of non-objects and of `{}` only, so its
+                // negation is exactly a non-empty object.
+                "not" if *v == json!({"propertyNames": false}) => {
+                    let map = json!({"type": "object", "minProperties": 1});
+                    let map = map.as_object().expect("an object literal").clone();
+                    let f = Flat {
+                        map,
+                        groups: Vec::new(),
+                        never: false,
+                    };
+                    parts.push((f, kp));
+                }
                 _ => {
                     if keywords::classify(k) == KeywordClass::Enforced {
                         own.insert(k.clone(), v.clone());
@@ -428,6 +446,37 @@ impl<'a> Generator<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Whether a `oneOf`'s branches are disjoint once each is taken together with the
+    /// sibling keywords `siblings` (`{"type": "object", "oneOf": [{"required": ["a"], ...`):
+    /// the values `fill` writes for branch `i` are those of `allOf: [siblings, branch i]`,
+    /// so these being pairwise disjoint is exactly what `oneOf` needs. The other groups
+    /// beside the `oneOf` only shrink each branch further and are left out. The check
+    /// runs strictly and leaves no warnings: a merge it cannot do (two `pattern`s) means
+    /// "not proven", never an approximation.
+    fn disjoint_beside(&mut self, siblings: &Map<String, Value>, group: &Group) -> bool {
+        if siblings.is_empty() {
+            return false;
+        }
+        let merged: Vec<Value> = group
+            .branches
+            .iter()
+            .map(|b| json!({"allOf": [Value::Object(siblings.clone()), b]}))
+            .collect();
+        self.strictly(|g| g.disjoint(&merged, &group.pointer))
+            .unwrap_or(false)
+    }
+
+    /// Runs `f` in strict mode and drops the warnings it adds: for proofs, where an
+    /// unsupported keyword must mean "not proven", never a lenient approximation.
+    fn strictly<T>(&mut self, f: impl FnOnce(&mut Self) -> R<T>) -> Option<T> {
+        let (lenient, seen) = (self.diags.lenient, self.diags.warnings.len());
+        self.diags.lenient = false;
+        let out = f(self);
+        self.diags.lenient = lenient;
+        self.diags.warnings.truncate(seen);
+        out.ok()
     }
 
     /// The condition an `anyOf`/`oneOf` states, if each branch only says which members
@@ -498,6 +547,11 @@ impl<'a> Generator<'a> {
                         }
                     }
                 }
+                // Names outside a finite set: each name of the set is absent.
+                "propertyNames" => match excluded_names(self.flatten(v, &kp, 0)?) {
+                    Some(names) => parts.extend(names.into_iter().map(Presence::Lacks)),
+                    None => return Ok(None),
+                },
                 "not" => match self.presence_of(v, &kp, props, depth + 1)? {
                     Some(p) => parts.push(Presence::Not(Box::new(p))),
                     None => return Ok(None),
@@ -659,6 +713,7 @@ impl<'a> Generator<'a> {
                         self.rule(nt, vec![s]);
                     }
                 }
+                "string" if self.chunked_string(nt, m, ptr)? => {}
                 "string" => {
                     if let Some(re) = self.string_regex(m, ptr)? {
                         // Named by pointer: a lexer limit on this terminal then says where it is.
@@ -976,36 +1031,37 @@ impl<'a> Generator<'a> {
         if lo.or(hi).or(lo_ex).or(hi_ex).is_none() {
             return Ok(Some(number_lang::ANY_NUMBER.to_string()));
         }
-        // Non-integers: integer bounds only; the tighter of inclusive/exclusive wins.
-        let mut check = |x: Option<f64>, k: &str| -> R<Option<i128>> {
-            match x {
-                Some(v) if v.fract() != 0.0 => {
-                    self.diags.unsupported(
-                        &child(ptr, k),
-                        k,
-                        format!("`{k}: {v}` on a number: only integer bounds are supported there"),
-                    )?;
-                    Ok(None)
-                }
-                Some(v) => Ok(Some(to_i(v, k)?)),
-                None => Ok(None),
-            }
+        // Non-integers: the tighter of inclusive/exclusive wins.
+        let (l, l_key) = match (lo, lo_ex) {
+            (Some(a), Some(b)) if b >= a => (Some((b, true)), "exclusiveMinimum"),
+            (Some(a), _) => (Some((a, false)), "minimum"),
+            (None, Some(b)) => (Some((b, true)), "exclusiveMinimum"),
+            (None, None) => (None, "minimum"),
         };
-        let (l_in, l_ex) = (check(lo, "minimum")?, check(lo_ex, "exclusiveMinimum")?);
-        let (h_in, h_ex) = (check(hi, "maximum")?, check(hi_ex, "exclusiveMaximum")?);
-        let (l, l_excl) = match (l_in, l_ex) {
-            (Some(a), Some(b)) if b >= a => (Some(b), true),
-            (Some(a), _) => (Some(a), false),
-            (None, Some(b)) => (Some(b), true),
-            (None, None) => (None, false),
+        let (h, h_key) = match (hi, hi_ex) {
+            (Some(a), Some(b)) if b <= a => (Some((b, true)), "exclusiveMaximum"),
+            (Some(a), _) => (Some((a, false)), "maximum"),
+            (None, Some(b)) => (Some((b, true)), "exclusiveMaximum"),
+            (None, None) => (None, "maximum"),
         };
-        let (h, h_excl) = match (h_in, h_ex) {
-            (Some(a), Some(b)) if b <= a => (Some(b), true),
-            (Some(a), _) => (Some(a), false),
-            (None, Some(b)) => (Some(b), true),
-            (None, None) => (None, false),
-        };
-        Ok(number_lang::number_regex(l, l_excl, h, h_excl))
+        let l = l.map(|(x, e)| to_i(x, l_key).map(|_| (x, e))).transpose()?;
+        let h = h.map(|(x, e)| to_i(x, h_key).map(|_| (x, e))).transpose()?;
+        if l.iter().chain(&h).all(|(x, _)| x.fract() == 0.0) {
+            let (l, h) = (
+                l.map(|(x, e)| (x as i128, e)),
+                h.map(|(x, e)| (x as i128, e)),
+            );
+            return Ok(number_lang::number_regex(
+                l.map(|b| b.0),
+                l.is_some_and(|b| b.1),
+                h.map(|b| b.0),
+                h.is_some_and(|b| b.1),
+            ));
+        }
+        // Decimal bounds: compared digit by digit (`number_lang::decimal_regex`).
+        let dec =
+            |b: Option<(f64, bool)>| b.and_then(|(x, e)| number_lang::DecimalBound::from_f64(x, e));
+        Ok(number_lang::decimal_regex(dec(l).as_ref(), dec(h).as_ref()))
     }
 
     /// The character language of a string schema (pattern, format, lengths).
@@ -1085,6 +1141,89 @@ impl<'a> Generator<'a> {
             }
         };
         Ok(Some(h))
+    }
+
+    /// A string with only length bounds, written as chunk lexemes ([`chunked_string`]);
+    /// `false` if the schema is not such a string, its bounds are below one chunk, or
+    /// whitespace is free (where an ignored run could stand between chunks).
+    fn chunked_string(&mut self, nt: u32, m: &Map<String, Value>, ptr: &str) -> R<bool> {
+        let (min, max) = (count(m, "minLength", ptr)?, count(m, "maxLength", ptr)?);
+        let chunk = chunked_string::CHUNK_CHARS;
+        if self.opts.whitespace != Whitespace::Compact
+            || m.contains_key("pattern")
+            || m.contains_key("format")
+            || !chunked_string::is_chunked(min, max, chunk)
+        {
+            return Ok(false);
+        }
+        let min = min.unwrap_or(0);
+        if max.is_some_and(|x| x < min) {
+            return Ok(true);
+        }
+        let quote = self.lit("\"");
+        if min == 0 {
+            self.rule(nt, vec![quote, quote]);
+        }
+        let body = match self.string_bodies.get(&(min, max)) {
+            Some(&body) => body,
+            None => {
+                let body = self.string_body(min, max, chunk, ptr)?;
+                self.string_bodies.insert((min, max), body);
+                body
+            }
+        };
+        self.rule(nt, vec![quote, Symbol::Nonterminal(body), quote]);
+        Ok(true)
+    }
+
+    /// The characters of a chunked string of `min..=max` characters (`min` ≥ 1), without
+    /// its quotes: `k` middle chunks, then a tail of fewer characters than a chunk.
+    ///
+    /// The chunks are counted left-recursively — `R(k) → R(j) chunk`, and the body
+    /// `→ R(j) tail(j)` — so the parse stack stays a few entries deep inside the string
+    /// whatever its length (a right-recursive count would push one entry per chunk and
+    /// pop them all in one reduction chain at the end). The quotes stay outside the
+    /// body so that every body item's lookahead is the closing quote: canonical LR(1)
+    /// then builds the count's states once, not once per context the string stands in
+    /// (what follows the closing quote). Bodies are shared by every string with the same
+    /// bounds, whatever else their schemas say (`description`...).
+    fn string_body(&mut self, min: u64, max: Option<u64>, chunk: u64, ptr: &str) -> R<u32> {
+        let chars = |lo: u64, hi: u64| {
+            string_lang::repeat(string_lang::any_char(), lo as u32, Some(hi as u32))
+        };
+        let text = |h: &Hir| {
+            string_lang::encode(h).map(|x| x.to_string()).map_err(|e| {
+                issue(
+                    ptr,
+                    Some("maxLength"),
+                    format!("cannot write as JSON text: {e}"),
+                )
+            })
+        };
+        let body = self.new_nt(&format!("string of {min}..{max:?} characters at {ptr}"))?;
+        let steps = chunked_string::plan(min, max, chunk);
+        // counts[j - 1]: `j` chunks read.
+        let counts: Vec<u32> = (1..steps.len())
+            .map(|j| self.new_nt(&format!("string at {ptr} after {j} chunks")))
+            .collect::<R<_>>()?;
+        let read = |j: usize| (j > 0).then(|| Symbol::Nonterminal(counts[j - 1]));
+        let mid = text(&chars(chunk, chunk))?;
+        let mid = Symbol::Terminal(self.term(&format!("string chunk at {ptr}"), &mid));
+        for (j, step) in steps.iter().enumerate() {
+            if let Some(k) = step.more {
+                self.rule(counts[k - 1], read(j).into_iter().chain([mid]).collect());
+            }
+            let Some((lo, hi)) = step.tail else { continue };
+            if lo == 0 && j > 0 {
+                self.rule(body, read(j).into_iter().collect());
+            }
+            if lo.max(1) <= hi {
+                let tail = text(&chars(lo.max(1), hi))?;
+                let tail = Symbol::Terminal(self.term(&format!("string end at {ptr}"), &tail));
+                self.rule(body, read(j).into_iter().chain([tail]).collect());
+            }
+        }
+        Ok(body)
     }
 
     fn string_regex(&mut self, m: &Map<String, Value>, ptr: &str) -> R<Option<String>> {
@@ -1840,6 +1979,16 @@ fn pair_disjoint(g: &mut Generator<'_>, a: &Map<String, Value>, b: &Map<String, 
     if let Some(eb) = enum_values(b) {
         return Ok(!eb.iter().any(|x| might_match(x, a) && g.instance_ok(x, a)));
     }
+    // Strings only: their languages (pattern, format, lengths) share no string.
+    let strings_only = |t: &[String]| t.iter().all(|t| t == "string");
+    if strings_only(&ta) && strings_only(&tb) {
+        let texts = g.strictly(|g| Ok((g.string_regex(a, "#")?, g.string_regex(b, "#")?)));
+        if let Some((Some(ra), Some(rb))) = texts {
+            if string_lang::texts_disjoint(&ra, &rb) == Some(true) {
+                return Ok(true);
+            }
+        }
+    }
     // Objects only, discriminated by a property both require with disjoint values.
     if ta.iter().all(|t| t == "object") || tb.iter().all(|t| t == "object") {
         let req = |m: &Map<String, Value>| -> Vec<String> {
@@ -1884,6 +2033,26 @@ fn pair_disjoint(g: &mut Generator<'_>, a: &Map<String, Value>, b: &Map<String, 
         }
     }
     Ok(false)
+}
+
+/// The names a flat `propertyNames` schema excludes, if it is `not` of a finite list
+/// (`{"not": {"enum": ["a", "b"]}}`, `{"not": {"const": "a"}}`) and nothing else: the
+/// names it allows are exactly those outside the list (non-string values name nothing).
+fn excluded_names(f: Flat) -> Option<Vec<String>> {
+    if f.never || !f.groups.is_empty() || f.map.len() != 1 {
+        return None;
+    }
+    let inner = f.map.get("not")?.as_object()?;
+    if inner.len() != 1 {
+        return None;
+    }
+    let listed = enum_values(inner)?;
+    Some(
+        listed
+            .iter()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect(),
+    )
 }
 
 /// The keyword to name when an object's presence conditions are refused.

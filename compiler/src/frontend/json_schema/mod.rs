@@ -7,7 +7,8 @@
 //! and per `$ref` with no name mangling. Modules, one idea each:
 //! [`refs`] (`$ref`/`$anchor`/`$id` resolution), [`keywords`] (which keywords are
 //! annotations, enforced or reported; warnings), [`merge`] (`allOf`), [`listed_values`]
-//! (which `enum`/`const` values a schema accepts, by a full validator), [`ecma_regex`]
+//! (which `enum`/`const` values a schema accepts, by a full validator), [`chunked_string`]
+//! (strings with length bounds as chunk lexemes), [`ecma_regex`]
 //! (ECMA-262 → Rust regex), [`string_lang`] (character languages → JSON string
 //! terminals), [`formats`], [`number_lang`] (numeric ranges), [`presence`] (conditions on which
 //! members an object has), [`any_order`] (object members in any order), [`grammar_gen`].
@@ -19,6 +20,7 @@
 //! keyword table with the exact semantics and limits.
 
 pub mod any_order;
+pub mod chunked_string;
 pub mod ecma_regex;
 pub mod formats;
 pub mod grammar_gen;

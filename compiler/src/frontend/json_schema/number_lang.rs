@@ -7,9 +7,9 @@
 //! value is integral" is not a regular property of mantissa-and-exponent text.
 //!
 //! A `number` with bounds is accepted without exponent (same reason: comparing
-//! `15e-1` with `1.5` needs arithmetic on the exponent); bounds must be integers there
-//! (a non-integer bound is reported by the caller). Without bounds a `number` is the
-//! full RFC 8259 number syntax.
+//! `15e-1` with `1.5` needs arithmetic on the exponent). Integer bounds go through the
+//! integer ranges; decimal bounds (`maximum: 10.5`) compare the fraction digit by digit
+//! ([`decimal_regex`]). Without bounds a `number` is the full RFC 8259 number syntax.
 
 /// RFC 8259 `number`.
 pub const ANY_NUMBER: &str = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
@@ -219,6 +219,203 @@ pub fn number_regex(
     }
 }
 
+/// A decimal bound on a number: magnitude `int.frac` (fraction digits without trailing
+/// zeros), its sign, and whether it is exclusive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecimalBound {
+    /// The value is below zero.
+    pub negative: bool,
+    /// Integer part of the magnitude.
+    pub int: u128,
+    /// Fraction digits of the magnitude (ASCII, no trailing `0`).
+    pub frac: Vec<u8>,
+    /// `exclusiveMinimum`/`exclusiveMaximum`.
+    pub exclusive: bool,
+}
+
+impl DecimalBound {
+    /// The bound written by `f64`'s shortest round-trip decimal (`10.5`, `0.001`);
+    /// `None` for |x| ≥ 1e36 or non-finite values.
+    pub fn from_f64(x: f64, exclusive: bool) -> Option<DecimalBound> {
+        if !x.is_finite() || x.abs() >= 1e36 {
+            return None;
+        }
+        let text = format!("{}", x.abs());
+        let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+        Some(DecimalBound {
+            negative: x < 0.0,
+            int: int.parse().ok()?,
+            frac: frac.trim_end_matches('0').as_bytes().to_vec(),
+            exclusive,
+        })
+    }
+
+    fn is_zero(&self) -> bool {
+        self.int == 0 && self.frac.is_empty()
+    }
+
+    /// The same magnitude as a bound on `|x|` (sign dropped).
+    fn magnitude(&self) -> DecimalBound {
+        DecimalBound {
+            negative: false,
+            ..self.clone()
+        }
+    }
+}
+
+/// JSON text without exponent of the numbers `x` with `lo ≤ x ≤ hi` (`<` where a bound
+/// is exclusive), for decimal bounds; `None`: empty. Values are compared exactly as
+/// decimals (`10.50001` is above `10.5`), digit by digit: the text splits into the
+/// sign, the integer part (a range of magnitudes) and the fraction, whose digits are
+/// compared with each bound's while they are equal so far.
+pub fn decimal_regex(lo: Option<&DecimalBound>, hi: Option<&DecimalBound>) -> Option<String> {
+    let zero = DecimalBound {
+        negative: false,
+        int: 0,
+        frac: Vec::new(),
+        exclusive: false,
+    };
+    let mut alts = Vec::new();
+    // x >= 0, written without `-`: |x| from max(lo, 0) to hi.
+    let hi_non_negative = hi.is_none_or(|h| !h.negative);
+    if hi_non_negative {
+        let from = match lo {
+            Some(l) if !l.negative => l.clone(),
+            _ => zero.clone(),
+        };
+        alts.extend(magnitudes_between(&from, hi));
+    }
+    // `-y`: y = -x from max(-hi, 0) to -lo (y = 0 is `-0`, in range when 0 is).
+    let lo_non_positive = lo.is_none_or(|l| l.negative || l.is_zero());
+    if lo_non_positive {
+        let from = match hi {
+            Some(h) if h.negative || h.is_zero() => h.magnitude(),
+            _ => zero.clone(),
+        };
+        let to = lo.map(DecimalBound::magnitude);
+        alts.extend(magnitudes_between(&from, to.as_ref()).map(|m| format!("-{m}")));
+    }
+    (!alts.is_empty()).then(|| format!("(?:{})", alts.join("|")))
+}
+
+/// Texts `I(.F)?` (no sign) of the values from `lo` to `hi` (both non-negative).
+fn magnitudes_between(lo: &DecimalBound, hi: Option<&DecimalBound>) -> Option<String> {
+    let tight = |b: &DecimalBound| Some((b.frac.clone(), b.exclusive));
+    let mut alts = Vec::new();
+    // Integer parts strictly between the bounds': any fraction.
+    if hi.is_none_or(|h| h.int >= lo.int + 2) {
+        if let Some(m) = magnitudes(lo.int + 1, hi.map(|h| h.int - 1)) {
+            alts.push(format!("{m}(?:\\.[0-9]+)?"));
+        }
+    }
+    // The integer part of `lo` (and of `hi` when they share it).
+    if hi.is_none_or(|h| h.int >= lo.int) {
+        let upper = hi.filter(|h| h.int == lo.int).and_then(tight);
+        if let Some(f) = fraction(tight(lo), upper) {
+            alts.push(format!("{}{f}", lo.int));
+        }
+    }
+    // The integer part of `hi` above `lo`'s.
+    if let Some(h) = hi.filter(|h| h.int > lo.int) {
+        if let Some(f) = fraction(None, tight(h)) {
+            alts.push(format!("{}{f}", h.int));
+        }
+    }
+    (!alts.is_empty()).then(|| format!("(?:{})", alts.join("|")))
+}
+
+/// A fraction bound still equal so far: its digits and whether it is exclusive.
+type Tight = Option<(Vec<u8>, bool)>;
+
+/// The text after an integer part (nothing, or `.` and digits) whose fraction lies
+/// between `lo` and `hi` (`None`: that side is free); `None` if there is none.
+fn fraction(lo: Tight, hi: Tight) -> Option<String> {
+    let mut alts = Vec::new();
+    if stop_allowed(0, &lo, &hi) {
+        alts.push(String::new());
+    }
+    if let Some(d) = fraction_digits(0, &lo, &hi, false) {
+        alts.push(format!("\\.{d}"));
+    }
+    (!alts.is_empty()).then(|| format!("(?:{})", alts.join("|")))
+}
+
+/// Whether the fraction may end after `i` digits equal to the tight bounds' so far.
+fn stop_allowed(i: usize, lo: &Tight, hi: &Tight) -> bool {
+    // Ending is below a bound with digits left (it has no trailing zeros), equal to
+    // one without.
+    let lo_ok = lo.as_ref().is_none_or(|(d, excl)| i >= d.len() && !excl);
+    let hi_ok = hi.as_ref().is_none_or(|(d, excl)| i < d.len() || !excl);
+    lo_ok && hi_ok
+}
+
+/// Digit strings from position `i` on (empty only if `may_stop`), the earlier digits
+/// being equal to those of the tight bounds; `None` if there are none.
+fn fraction_digits(i: usize, lo: &Tight, hi: &Tight, may_stop: bool) -> Option<String> {
+    let past = |t: &Tight| t.as_ref().is_none_or(|(d, _)| i >= d.len());
+    if past(lo) && past(hi) {
+        // Every remaining bound digit is 0: a tight `lo` is passed by any nonzero digit,
+        // a tight `hi` by any nonzero digit too.
+        let body = match (lo, hi) {
+            (None, None) => "[0-9]*".to_string(),
+            (Some((_, excl)), None) => {
+                if *excl {
+                    "[0-9]*[1-9][0-9]*".into()
+                } else {
+                    "[0-9]*".into()
+                }
+            }
+            (_, Some((_, excl))) => {
+                let lo_excl = lo.as_ref().is_some_and(|(_, e)| *e);
+                if *excl || lo_excl {
+                    return None;
+                }
+                "0*".into()
+            }
+        };
+        return Some(if may_stop {
+            body
+        } else {
+            match body.as_str() {
+                "[0-9]*" => "[0-9]+".into(),
+                "0*" => "0+".into(),
+                _ => body,
+            }
+        });
+    }
+    let mut alts = Vec::new();
+    if may_stop && stop_allowed(i, lo, hi) {
+        alts.push(String::new());
+    }
+    // Digits grouped by what they leave tight: (lo still tight, hi still tight).
+    let digit_at = |t: &Tight| t.as_ref().map(|(d, _)| d.get(i).copied().unwrap_or(b'0'));
+    let (l, h) = (digit_at(lo), digit_at(hi));
+    let mut groups: Vec<((bool, bool), Vec<u8>)> = Vec::new();
+    for d in b'0'..=b'9' {
+        if l.is_some_and(|l| d < l) || h.is_some_and(|h| d > h) {
+            continue;
+        }
+        let key = (l == Some(d), h == Some(d));
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(d),
+            None => groups.push((key, vec![d])),
+        }
+    }
+    for ((lt, ht), digits) in groups {
+        let next_lo = if lt { lo.clone() } else { None };
+        let next_hi = if ht { hi.clone() } else { None };
+        if let Some(rest) = fraction_digits(i + 1, &next_lo, &next_hi, true) {
+            let class = if digits.len() == 1 {
+                (digits[0] as char).to_string()
+            } else {
+                digit_class(digits[0], *digits.last().expect("non-empty"))
+            };
+            alts.push(format!("{class}{rest}"));
+        }
+    }
+    (!alts.is_empty()).then(|| format!("(?:{})", alts.join("|")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +447,72 @@ mod tests {
             hi: Some(2)
         })
         .is_none());
+    }
+
+    #[test]
+    fn decimal_bounds_compare_digit_by_digit() {
+        let b = |x: f64, e: bool| DecimalBound::from_f64(x, e).unwrap();
+        let cases: Vec<(Option<DecimalBound>, Option<DecimalBound>)> = vec![
+            (None, Some(b(10.5, false))),
+            (None, Some(b(10.5, true))),
+            (Some(b(-0.25, false)), Some(b(1.05, true))),
+            (Some(b(-2.5, true)), Some(b(-0.5, false))),
+            (Some(b(0.0, true)), Some(b(0.3, false))),
+            (Some(b(0.05, false)), None),
+            (Some(b(1.5, false)), Some(b(1.75, false))),
+            (Some(b(1.5, true)), Some(b(1.5, false))),
+            (Some(b(1.5, false)), Some(b(1.5, false))),
+            (Some(b(-1.0, true)), Some(b(0.0, true))),
+            (Some(b(0.5, false)), Some(b(2.0, false))),
+            (Some(b(-2.0, false)), Some(b(-0.5, true))),
+        ];
+        for (lo, hi) in cases {
+            let r = decimal_regex(lo.as_ref(), hi.as_ref()).map(|s| re(&s));
+            // Thousandths from -12 to 12, in several spellings of each value.
+            for k in -12000i64..=12000 {
+                let x = k as f64 / 1000.0;
+                let inside = |b: &Option<DecimalBound>, below: bool| {
+                    b.as_ref().is_none_or(|b| {
+                        let v: f64 = format!(
+                            "{}{}.{}",
+                            if b.negative { "-" } else { "" },
+                            b.int,
+                            if b.frac.is_empty() {
+                                "0".to_string()
+                            } else {
+                                String::from_utf8(b.frac.clone()).unwrap()
+                            }
+                        )
+                        .parse()
+                        .unwrap();
+                        match (below, b.exclusive) {
+                            (true, false) => v <= x,
+                            (true, true) => v < x,
+                            (false, false) => x <= v,
+                            (false, true) => x < v,
+                        }
+                    })
+                };
+                let want = inside(&lo, true) && inside(&hi, false);
+                let (sign, m) = (if k < 0 { "-" } else { "" }, k.unsigned_abs());
+                for text in [
+                    format!("{sign}{}.{:03}", m / 1000, m % 1000),
+                    format!("{sign}{}.{:03}00", m / 1000, m % 1000),
+                    format!("{x}"),
+                ] {
+                    let got = r.as_ref().is_some_and(|r| r.is_match(&text));
+                    assert_eq!(got, want, "{text} in {lo:?} .. {hi:?}");
+                }
+            }
+            if let Some(r) = &r {
+                assert!(
+                    !r.is_match("1e1")
+                        && !r.is_match("01.5")
+                        && !r.is_match("1.")
+                        && !r.is_match(".5")
+                );
+            }
+        }
     }
 
     #[test]

@@ -140,7 +140,8 @@ pub fn char_len(h: &Hir) -> (u64, Option<u64>) {
 /// The language `h` restricted to strings of `min..=max` characters, where that can be
 /// written as a regex: either every string of `h` already has such a length, or `h` is a
 /// concatenation of fixed-length parts and exactly one repetition of single characters
-/// whose bounds can absorb the limits (`^[a-z][a-z0-9]*$` with `maxLength: 8`).
+/// whose bounds can absorb the limits (`^[a-z][a-z0-9]*$` with `maxLength: 8`), or
+/// [`by_exact_lengths`] writes it (`minLength: 1` alone; a few lengths one by one).
 pub fn with_length(h: Hir, min: u64, max: Option<u64>) -> Option<Hir> {
     let (lo, hi) = char_len(&h);
     if lo >= min && max.is_none_or(|m| hi.is_some_and(|h| h <= m)) {
@@ -158,16 +159,18 @@ pub fn with_length(h: Hir, min: u64, max: Option<u64>) -> Option<Hir> {
             (a, Some(b)) if a == b => fixed += a,
             _ => {
                 let HirKind::Repetition(r) = p.kind() else {
-                    return None;
+                    return by_exact_lengths(&h, min, max);
                 };
                 if char_len(&r.sub) != (1, Some(1)) || variable.is_some() {
-                    return None;
+                    return by_exact_lengths(&h, min, max);
                 }
                 variable = Some(i);
             }
         }
     }
-    let i = variable?;
+    let Some(i) = variable else {
+        return by_exact_lengths(&h, min, max);
+    };
     let HirKind::Repetition(r) = flat[i].kind() else {
         unreachable!("checked above")
     };
@@ -191,6 +194,131 @@ pub fn with_length(h: Hir, min: u64, max: Option<u64>) -> Option<Hir> {
         },
     );
     Some(Hir::concat(out))
+}
+
+/// Most lengths [`by_exact_lengths`] writes out one by one.
+pub const MAX_EXACT_LENGTHS: u64 = 32;
+
+/// `h` restricted to `min..=max` characters where the other forms of [`with_length`]
+/// do not apply: with only a minimum of 1 (and the maximum implied), the non-empty
+/// strings of `h` ([`non_empty`]); with a range of at most [`MAX_EXACT_LENGTHS`]
+/// lengths, the union over each length `n` of [`exact_length`].
+fn by_exact_lengths(h: &Hir, min: u64, max: Option<u64>) -> Option<Hir> {
+    let (_, hi) = char_len(h);
+    let max_implied = max.is_none_or(|m| hi.is_some_and(|h| h <= m));
+    if min <= 1 && max_implied {
+        return Some(non_empty(h));
+    }
+    let max = max?;
+    if max < min || max - min >= MAX_EXACT_LENGTHS {
+        return None;
+    }
+    let alts = (min..=max)
+        .map(|n| exact_length(h, n))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Hir::alternation(alts))
+}
+
+/// The non-empty strings of `h`.
+pub fn non_empty(h: &Hir) -> Hir {
+    let nullable = |h: &Hir| h.properties().minimum_len() == Some(0);
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => Hir::fail(),
+        HirKind::Literal(_) | HirKind::Class(_) => h.clone(),
+        HirKind::Capture(c) => non_empty(&c.sub),
+        HirKind::Alternation(v) => Hir::alternation(v.iter().map(non_empty).collect()),
+        // A non-empty repetition starts with a non-empty copy of `sub`.
+        HirKind::Repetition(r) => match r.max {
+            Some(0) => Hir::fail(),
+            max => Hir::concat(vec![
+                non_empty(&r.sub),
+                repeat(
+                    (*r.sub).clone(),
+                    r.min.saturating_sub(1),
+                    max.map(|m| m - 1),
+                ),
+            ]),
+        },
+        // Non-empty: the first part is, or it is empty and the rest is non-empty.
+        HirKind::Concat(v) => match v.split_first() {
+            None => Hir::fail(),
+            Some((first, rest)) => {
+                let rest_h = Hir::concat(rest.to_vec());
+                let mut alts = vec![Hir::concat(vec![non_empty(first), rest_h.clone()])];
+                if nullable(first) {
+                    alts.push(non_empty(&rest_h));
+                }
+                Hir::alternation(alts)
+            }
+        },
+    }
+}
+
+/// Most alternatives [`exact_length`] writes (splits of a length over a concatenation).
+pub const MAX_EXACT_SPLITS: usize = 4096;
+
+/// The strings of `h` with exactly `n` characters, written by structure: an
+/// alternation per alternative, a repetition of a fixed-length `sub` with the count `n`
+/// needs, a concatenation as the union over every split of `n` between its first part
+/// and the rest. `None` past [`MAX_EXACT_SPLITS`] splits, or for a repetition whose
+/// `sub` has several lengths.
+pub fn exact_length(h: &Hir, n: u64) -> Option<Hir> {
+    let mut budget = MAX_EXACT_SPLITS;
+    exact_length_within(h, n, &mut budget)
+}
+
+fn exact_length_within(h: &Hir, n: u64, budget: &mut usize) -> Option<Hir> {
+    let (lo, hi) = char_len(h);
+    if n < lo || hi.is_some_and(|h| n > h) {
+        return Some(Hir::fail());
+    }
+    if hi == Some(lo) {
+        return Some(h.clone());
+    }
+    match h.kind() {
+        HirKind::Capture(c) => exact_length_within(&c.sub, n, budget),
+        HirKind::Alternation(v) => v
+            .iter()
+            .map(|a| exact_length_within(a, n, budget))
+            .collect::<Option<Vec<_>>>()
+            .map(Hir::alternation),
+        HirKind::Repetition(r) => {
+            let (k, k_hi) = char_len(&r.sub);
+            if k_hi != Some(k) {
+                return None;
+            }
+            if k == 0 || !n.is_multiple_of(k) {
+                return Some(Hir::fail());
+            }
+            let count = u32::try_from(n / k).ok()?;
+            let fits = count >= r.min && r.max.is_none_or(|m| count <= m);
+            Some(if fits {
+                repeat((*r.sub).clone(), count, Some(count))
+            } else {
+                Hir::fail()
+            })
+        }
+        HirKind::Concat(v) => {
+            let Some((first, rest)) = v.split_first() else {
+                return Some(Hir::fail());
+            };
+            let rest = Hir::concat(rest.to_vec());
+            let (f_lo, f_hi) = char_len(first);
+            let (r_lo, r_hi) = char_len(&rest);
+            let from = f_lo.max(r_hi.map_or(0, |h| n.saturating_sub(h)));
+            let to = f_hi.unwrap_or(n).min(n.saturating_sub(r_lo));
+            let mut alts = Vec::new();
+            for m in from..=to {
+                *budget = budget.checked_sub(1)?;
+                alts.push(Hir::concat(vec![
+                    exact_length_within(first, m, budget)?,
+                    exact_length_within(&rest, n - m, budget)?,
+                ]));
+            }
+            Some(Hir::alternation(alts))
+        }
+        _ => None,
+    }
 }
 
 /// Concatenations inside a concatenation (through capture groups), flattened.
@@ -389,6 +517,36 @@ fn none_of_suffix(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> 
     Hir::alternation(alts)
 }
 
+/// Limit on the state pairs [`texts_disjoint`] visits (beyond it: not decided).
+pub const MAX_DISJOINT_PAIRS: usize = 100_000;
+
+/// Whether two terminal regexes match no common text: a search of their product DFA
+/// for a pair of accepting states. `None` when either regex is past a lexer limit or
+/// the search passes [`MAX_DISJOINT_PAIRS`] (undecided, which callers treat as "may
+/// overlap").
+pub fn texts_disjoint(a: &str, b: &str) -> Option<bool> {
+    let da = crate::lexer::compile_terminal(a).ok()?;
+    let db = crate::lexer::compile_terminal(b).ok()?;
+    let start = (da.start, db.start);
+    let mut seen = std::collections::HashSet::from([start]);
+    let mut todo = vec![start];
+    while let Some((x, y)) = todo.pop() {
+        if da.is_accepting(x) && db.is_accepting(y) {
+            return Some(false);
+        }
+        for byte in 0..=255u8 {
+            let next = (da.next(x, byte), db.next(y, byte));
+            if da.is_live(next.0) && db.is_live(next.1) && seen.insert(next) {
+                if seen.len() > MAX_DISJOINT_PAIRS {
+                    return None;
+                }
+                todo.push(next);
+            }
+        }
+    }
+    Some(true)
+}
+
 /// The canonical JSON text of a string value (quotes included), as serde_json writes it.
 pub fn literal_text(value: &str) -> String {
     serde_json::to_string(value).expect("a string serializes")
@@ -400,8 +558,9 @@ pub fn string_terminal(chars: &Hir) -> Result<String, String> {
     Ok(Hir::concat(vec![quote(), encode(chars)?, quote()]).to_string())
 }
 
-/// Rewrites a character-level regex into one over canonical JSON string text.
-fn encode(h: &Hir) -> Result<Hir, String> {
+/// Rewrites a character-level regex into one over canonical JSON string text (no
+/// quotes).
+pub fn encode(h: &Hir) -> Result<Hir, String> {
     Ok(match h.kind() {
         HirKind::Empty => Hir::empty(),
         HirKind::Literal(l) => {
@@ -562,6 +721,18 @@ mod tests {
     }
 
     #[test]
+    fn disjoint_texts_by_product_search() {
+        let t = |re: &str| string_terminal(&parse_chars(re).unwrap()).unwrap();
+        assert_eq!(
+            texts_disjoint(&t("[0-9]+[xX]"), &t("([0-9]+[smh] ?)+")),
+            Some(true)
+        );
+        assert_eq!(texts_disjoint(&t("[0-9]+[xX]"), &t("[0-9]*x")), Some(false));
+        assert_eq!(texts_disjoint(&t(""), &t("a*")), Some(false));
+        assert_eq!(texts_disjoint(&t(""), &t("a+")), Some(true));
+    }
+
+    #[test]
     fn lengths_fold_into_one_repetition() {
         let p = parse_chars("[a-z][a-z0-9]*").unwrap();
         let h = with_length(p, 2, Some(3)).unwrap();
@@ -569,6 +740,54 @@ mod tests {
         assert!(full(&t, "\"ab\"") && full(&t, "\"a1b\""));
         assert!(!full(&t, "\"a\"") && !full(&t, "\"abcd\""));
         let two_vars = parse_chars("a*b*").unwrap();
-        assert!(with_length(two_vars, 0, Some(3)).is_none());
+        assert!(with_length(two_vars, 0, Some(40)).is_none());
+    }
+
+    /// Every string over `alphabet` up to `len` characters.
+    fn all_strings(alphabet: &[char], len: usize) -> Vec<String> {
+        let mut out = vec![String::new()];
+        let mut layer = vec![String::new()];
+        for _ in 0..len {
+            layer = layer
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            out.extend(layer.iter().cloned());
+        }
+        out
+    }
+
+    #[test]
+    fn lengths_by_exact_length_and_non_empty() {
+        let cases = [
+            ("[a-c]{2}", 2, Some(2)),
+            ("[a-c]{2}", 1, Some(3)),
+            ("a*b*", 0, Some(3)),
+            ("a*b*", 2, Some(3)),
+            ("(ab|cc)*a?", 3, Some(4)),
+            ("^(a+b)?(c+)?$", 1, None),
+            ("^(ab)?c*(ba)?$", 1, Some(9)),
+            ("^(ab)?c*(ba)?$", 3, Some(3)),
+            ("b", 0, Some(4)),
+        ];
+        for (re, min, max) in cases {
+            let h = unanchored(&parse_chars(re).unwrap());
+            let got =
+                with_length(h.clone(), min, max).unwrap_or_else(|| panic!("{re} {min} {max:?}"));
+            let compile = |h: &Hir| {
+                let t = string_terminal(h).unwrap();
+                regex_automata::meta::Regex::new(&format!("^(?:{t})$")).unwrap()
+            };
+            let (t, whole) = (compile(&got), compile(&h));
+            for s in all_strings(&['a', 'b', 'c'], 6) {
+                let n = s.chars().count() as u64;
+                let text = literal_text(&s);
+                let want = whole.is_match(&text) && n >= min && max.is_none_or(|m| n <= m);
+                assert_eq!(t.is_match(&text), want, "{re} {min} {max:?} {s:?}");
+            }
+        }
+        // Wide ranges of lengths over two free parts stay reported.
+        let h = parse_chars("[a-c]*x[a-c]*").unwrap();
+        assert!(with_length(h, 2, Some(200)).is_none());
     }
 }

@@ -266,3 +266,158 @@ fn unknown_formats_are_listed_annotations() {
     let e = schema_to_grammar(&hostname, "s", &SchemaOptions::default()).unwrap_err();
     assert_eq!(e.issue.keyword.as_deref(), Some("format"));
 }
+
+#[test]
+fn one_of_disjoint_with_the_siblings_beside_it() {
+    // Each branch alone also matches any string (`required` holds vacuously); beside
+    // `type: object` the shared required `kind` with disjoint values separates them.
+    let branches = json!([
+        {"properties": {"kind": {"enum": ["a"]}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"properties": {"kind": {"enum": ["b"]}}, "required": ["kind", "y"]}
+    ]);
+    let s = json!({"type": "object", "oneOf": branches});
+    let instances: Vec<Value> = [
+        r#"{"kind":"a"}"#,
+        r#"{"kind":"a","x":1}"#,
+        r#"{"kind":"a","x":"s"}"#,
+        r#"{"kind":"b","y":1}"#,
+        r#"{"kind":"b"}"#,
+        r#"{"kind":"c","y":1}"#,
+        r#"{}"#,
+        r#""s""#,
+    ]
+    .iter()
+    .map(|t| serde_json::from_str(t).unwrap())
+    .collect();
+    agrees_with_validator(&s, &instances);
+    let alone = json!({"oneOf": branches});
+    let e = schema_to_grammar(&alone, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
+    // String branches whose languages share no string (a product-DFA search).
+    let timeout = json!({"oneOf": [{"enum": ["none"]}, {"type": "string", "pattern": "^([0-9]+[smh] ?)+$"},
+                                   {"type": "string", "pattern": "^[0-9.]+[xX]$"}, {"type": "string", "maxLength": 0}]});
+    let texts = ["none", "5s", "5m 3s", "1.5x", "2X", "5", "x", "", "5s x"];
+    let mut instances: Vec<Value> = texts.iter().map(|t| json!(t)).collect();
+    instances.push(json!(1));
+    agrees_with_validator(&timeout, &instances);
+    let overlapping = json!({"oneOf": [{"type": "string", "pattern": "^[0-9]+"}, {"type": "string", "pattern": "x$"}]});
+    let e = schema_to_grammar(&overlapping, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
+    // Siblings that cannot be merged with a branch prove nothing.
+    let patterns =
+        json!({"type": "string", "pattern": "a", "oneOf": [{"pattern": "b"}, {"pattern": "c"}]});
+    let e = schema_to_grammar(&patterns, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("oneOf"));
+}
+
+#[test]
+fn long_strings_are_exact_around_every_bound() {
+    let s = json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 1030, "maxLength": 2050}}});
+    let ok = accepts(&s, &SchemaOptions::default());
+    // Characters of every encoded width: ASCII, an escape, two- to four-byte UTF-8.
+    let unit = ["a", "\"", "\n", "é", "€", "😀", "\u{1}"];
+    for n in [
+        0usize, 1, 255, 256, 257, 1029, 1030, 1031, 1280, 2047, 2048, 2049, 2050, 2051,
+    ] {
+        let value: String = (0..n).map(|i| unit[i % unit.len()]).collect();
+        let doc = json!({"s": value});
+        let want = (1030..=2050).contains(&n);
+        assert_eq!(ok(&doc.to_string()), want, "{n} characters");
+    }
+    assert!(!ok(r#"{"s":1}"#));
+    // Unbounded above: only the minimum counts.
+    let at_least = json!({"type": "string", "minLength": 1500});
+    let ok = accepts(&at_least, &SchemaOptions::default());
+    for (n, want) in [(1499, false), (1500, true), (1536, true), (5000, true)] {
+        assert_eq!(ok(&json!("x".repeat(n)).to_string()), want, "{n}");
+    }
+    // The size that was past the lexer's NFA limit as one terminal.
+    let big = json!({"type": "string", "maxLength": 65535});
+    let ok = accepts(&big, &SchemaOptions::default());
+    assert!(ok(&json!("y".repeat(65535)).to_string()));
+    assert!(!ok(&json!("y".repeat(65536)).to_string()));
+}
+
+#[test]
+fn short_length_bounds_are_exact_at_and_around_every_chunk() {
+    // Bounds from one chunk up (chunked) and just below it (one terminal), with lengths
+    // at every multiple of the chunk and one either side of it and of each bound.
+    let c = super::chunked_string::CHUNK_CHARS as usize;
+    let unit = ["a", "\"", "é", "\\", "😀"];
+    let bounds: [(Option<usize>, Option<usize>); 10] = [
+        (Some(1), Some(255)),
+        (None, Some(64)),
+        (Some(20), None),
+        (Some(3), Some(255)),
+        (Some(c), Some(c)),
+        (Some(c - 1), Some(c + 1)),
+        (None, Some(c)),
+        (Some(2 * c), Some(2 * c)),
+        (Some(1), Some(c - 1)),
+        (Some(c + 3), Some(3 * c - 2)),
+    ];
+    for (min, max) in bounds {
+        let mut s = json!({"type": "object", "properties": {"s": {"type": "string"}}});
+        if let Some(m) = min {
+            s["properties"]["s"]["minLength"] = json!(m);
+        }
+        if let Some(m) = max {
+            s["properties"]["s"]["maxLength"] = json!(m);
+        }
+        let ok = accepts(&s, &SchemaOptions::default());
+        let top = max.unwrap_or(min.unwrap_or(0) + 3 * c) + c + 1;
+        for n in 0..=top.min(80) {
+            let value: String = (0..n).map(|i| unit[i % unit.len()]).collect();
+            let want = min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m);
+            assert_eq!(
+                ok(&json!({ "s": value }).to_string()),
+                want,
+                "{s}: {n} characters"
+            );
+        }
+        for n in [max.unwrap_or(200), max.unwrap_or(200) + 1, top] {
+            let value = "x".repeat(n);
+            let want = min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m);
+            assert_eq!(ok(&json!({ "s": value }).to_string()), want, "{s}: {n} x");
+        }
+        assert!(!ok(r#"{"s":1}"#) && !ok(r#"{"s":"#));
+    }
+}
+
+#[test]
+fn property_names_outside_a_list_and_not_no_names() {
+    let objects = member_subsets(&["1", "2", "3", "4"], &json!([1, 2]));
+    for s in [
+        // "Some name is 1 or 3, and some name is 2 or 3."
+        json!({"type": "object", "not": {"anyOf": [
+            {"propertyNames": {"not": {"enum": ["1", "3"]}}},
+            {"propertyNames": {"not": {"enum": ["2", "3"]}}}]}, "minProperties": 2}),
+        json!({"patternProperties": {"^[0-9]$": {"type": "array"}}, "additionalProperties": false,
+               "oneOf": [{"propertyNames": {"not": {"const": "1"}}}, {"required": ["2"]}]}),
+        json!({"not": {"propertyNames": false}}),
+        json!({"type": "object", "not": {"propertyNames": false}, "maxProperties": 1}),
+    ] {
+        agrees_with_validator(&s, &objects);
+    }
+    // A `propertyNames` that allows a finite list is not a presence condition.
+    let only = json!({"not": {"propertyNames": {"enum": ["1"]}}});
+    let e = schema_to_grammar(&only, "s", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.issue.keyword.as_deref(), Some("not"));
+}
+
+#[test]
+fn decimal_bounds_on_numbers() {
+    let instances: Vec<Value> = [
+        "10.5", "10.49", "10.51", "10.500", "10", "11", "-3.25", "0.1", "0.09", "-0.1", "\"x\"",
+    ]
+    .iter()
+    .map(|t| serde_json::from_str(t).unwrap())
+    .collect();
+    for s in [
+        json!({"type": "number", "maximum": 10.5}),
+        json!({"type": "number", "exclusiveMaximum": 10.5, "minimum": 0.1}),
+        json!({"type": "number", "exclusiveMinimum": -0.1, "maximum": 10}),
+    ] {
+        agrees_with_validator(&s, &instances);
+    }
+}

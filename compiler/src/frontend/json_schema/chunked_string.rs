@@ -1,0 +1,132 @@
+//! Strings with length bounds (`maxLength: 1024`) as a chain of chunk lexemes.
+//!
+//! One terminal `"[any character]{0,1024}"` is exact, but its DFA needs a state per
+//! count and per byte of a character in progress (~12,000 states), and every state a
+//! token can end in is a lexer boundary that the compiler walks the whole token trie
+//! from (`terminal_dwa`); `maxLength: 65535` is past the lexer's NFA limit altogether.
+//! Instead the string is written as the lexemes `"`, then `j` *middle chunks* of
+//! exactly [`CHUNK_CHARS`] characters, then a *tail* of fewer than [`CHUNK_CHARS`]
+//! characters and the closing quote. A text of `n` characters splits in exactly one
+//! way (`j = n / CHUNK_CHARS`: a middle chunk never contains a quote, a tail is shorter
+//! than a chunk), so the grammar counts chunks with one nonterminal per `j` and the
+//! tail's bounds finish the count — the language is exactly the strings of
+//! `min..=max` characters. Under the one-byte lookahead rule nothing changes either: a
+//! middle chunk has one length and cannot be extended, and a tail ends in a quote.
+//! The lexer's states are then bounded by the chunk size, not the length: every
+//! chunked string shares the middle chunk and the tail of `0..CHUNK_CHARS` characters,
+//! and only the tails at a bound are its own.
+//!
+//! Only for compact whitespace: with free whitespace an ignored run could stand between
+//! two chunks, inside the string.
+
+/// Characters in one middle chunk (chosen by measuring compile time, artifact size and
+/// lexer boundaries on MaskBench schemas with o200k: README, "MaskBench subset").
+pub const CHUNK_CHARS: u64 = 8;
+
+/// One chunk count `j` (`j` middle chunks read): what may follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Another middle chunk, leading to this step index.
+    pub more: Option<usize>,
+    /// A tail of `lo..=hi` characters (then the quote) ends the string here.
+    pub tail: Option<(u64, u64)>,
+}
+
+/// The steps for strings of `min..=max` characters (`max = None`: unbounded) with
+/// chunks of `chunk` characters; step 0 is the start. Empty if `min > max`.
+pub fn plan(min: u64, max: Option<u64>, chunk: u64) -> Vec<Step> {
+    if max.is_some_and(|m| m < min) {
+        return Vec::new();
+    }
+    // Unbounded: past the last step that `min` needs, one step loops on itself.
+    let top = match max {
+        Some(m) => m / chunk,
+        None => min / chunk + 1,
+    };
+    (0..=top)
+        .map(|j| {
+            let read = j * chunk;
+            let more = match max {
+                Some(m) if read + chunk <= m => Some(j as usize + 1),
+                Some(_) => None,
+                None => Some((j + 1).min(top) as usize),
+            };
+            let lo = min.saturating_sub(read);
+            let hi = match max {
+                Some(m) => (chunk - 1).min(m - read),
+                None => chunk - 1,
+            };
+            Step {
+                more,
+                tail: (lo <= hi).then_some((lo, hi)),
+            }
+        })
+        .collect()
+}
+
+/// Whether a string's length bounds call for chunks of `chunk` characters: a bound
+/// reaches a whole chunk (below, the single terminal is no larger than a tail).
+pub fn is_chunked(min: Option<u64>, max: Option<u64>, chunk: u64) -> bool {
+    max.is_some_and(|m| m >= chunk) || min.is_some_and(|m| m >= chunk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lengths the steps derive, each with the number of its derivations.
+    fn lengths(steps: &[Step], chunk: u64, cap: u64) -> Vec<(u64, usize)> {
+        let mut out: Vec<(u64, usize)> = Vec::new();
+        if steps.is_empty() {
+            return out;
+        }
+        // (step, characters read) pairs, breadth first, cut at `cap` characters.
+        let mut frontier = vec![(0usize, 0u64)];
+        while let Some((s, read)) = frontier.pop() {
+            if let Some((lo, hi)) = steps[s].tail {
+                for n in lo..=hi {
+                    match out.iter_mut().find(|(l, _)| *l == read + n) {
+                        Some(e) => e.1 += 1,
+                        None => out.push((read + n, 1)),
+                    }
+                }
+            }
+            if let Some(next) = steps[s].more {
+                if read + chunk <= cap {
+                    frontier.push((next, read + chunk));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn every_length_in_bounds_once() {
+        for chunk in [1u64, 2, 4, 5] {
+            for min in 0..14u64 {
+                for max in (0..20u64).map(Some).chain([None]) {
+                    let steps = plan(min, max, chunk);
+                    let cap = 30;
+                    let got = lengths(&steps, chunk, cap);
+                    let want: Vec<(u64, usize)> = (min..=max.unwrap_or(cap))
+                        .filter(|n| *n + chunk <= cap)
+                        .map(|n| (n, 1))
+                        .collect();
+                    let got: Vec<(u64, usize)> =
+                        got.into_iter().filter(|(n, _)| *n + chunk <= cap).collect();
+                    assert_eq!(got, want, "chunk {chunk} min {min} max {max:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunked_from_one_whole_chunk() {
+        let c = CHUNK_CHARS;
+        assert!(is_chunked(None, Some(65535), c) && is_chunked(Some(c), None, c));
+        assert!(is_chunked(Some(1), Some(c), c));
+        assert!(!is_chunked(Some(1), Some(c - 1), c) && !is_chunked(Some(1), None, c));
+        assert!(!is_chunked(None, None, c));
+    }
+}
