@@ -74,61 +74,93 @@ fn signature(d: &ParserDwa, block: &[u32], s: usize, sig: &mut Vec<u32>, scratch
     }
 }
 
-/// States in post-order (every state after the states it leads to), or `None` if the
-/// automaton has a cycle.
-fn post_order(d: &ParserDwa) -> Option<Vec<u32>> {
+/// The successors of state `s`: every keyed and default target, forks as their members.
+fn successors(d: &ParserDwa, s: u32) -> impl Iterator<Item = u32> + '_ {
+    targets(d, s as usize).flat_map(move |t| {
+        let one = (t & ParserDwa::FORK == 0).then_some(t);
+        one.into_iter().chain(members(d, t).iter().copied())
+    })
+}
+
+/// Whether each state is reachable from a cycle (the stop state's loop on itself aside):
+/// Kahn's algorithm peels states with no predecessor left, and what it cannot peel has a
+/// predecessor on a cycle. The stop state is always in, as a state of its own.
+fn reachable_from_cycles(d: &ParserDwa) -> Vec<bool> {
     let n = d.default_target.len();
-    // 0 unvisited, 1 on the DFS stack, 2 done.
-    let mut mark = vec![0u8; n];
+    let mut preds = vec![0u32; n];
+    for s in 1..n as u32 {
+        for t in successors(d, s).filter(|&t| t != 0) {
+            preds[t as usize] += 1;
+        }
+    }
+    let mut peel: Vec<u32> = (1..n as u32).filter(|&s| preds[s as usize] == 0).collect();
+    let mut core = vec![true; n];
+    while let Some(s) = peel.pop() {
+        core[s as usize] = false;
+        for t in successors(d, s).filter(|&t| t != 0) {
+            preds[t as usize] -= 1;
+            if preds[t as usize] == 0 {
+                peel.push(t);
+            }
+        }
+    }
+    core
+}
+
+/// The states outside `core` in post-order (every state after the states it leads to);
+/// they form an acyclic graph, since every cycle lies in the core.
+fn post_order_outside(d: &ParserDwa, core: &[bool]) -> Vec<u32> {
+    let n = d.default_target.len();
+    let mut done: Vec<bool> = core.to_vec();
     let mut order = Vec::with_capacity(n);
     let mut stack: Vec<(u32, Vec<u32>)> = Vec::new();
-    let children = |s: u32| -> Vec<u32> {
-        targets(d, s as usize)
-            .flat_map(|t| {
-                if t & ParserDwa::FORK == 0 {
-                    vec![t]
-                } else {
-                    members(d, t).to_vec()
-                }
-            })
-            .collect()
-    };
     for root in 0..n as u32 {
-        if mark[root as usize] != 0 {
+        if done[root as usize] {
             continue;
         }
-        mark[root as usize] = 1;
-        stack.push((root, children(root)));
+        done[root as usize] = true;
+        stack.push((root, successors(d, root).collect()));
         while let Some((s, pending)) = stack.last_mut() {
             match pending.pop() {
-                Some(c) => match mark[c as usize] {
-                    0 => {
-                        mark[c as usize] = 1;
-                        let grand = children(c);
-                        stack.push((c, grand));
-                    }
-                    1 if c != 0 => return None,
-                    _ => {}
-                },
+                Some(c) if !done[c as usize] => {
+                    done[c as usize] = true;
+                    let grand = successors(d, c).collect();
+                    stack.push((c, grand));
+                }
+                Some(_) => {}
                 None => {
-                    mark[*s as usize] = 2;
                     order.push(*s);
                     stack.pop();
                 }
             }
         }
     }
-    Some(order)
+    order
+}
+
+/// The id of signature `sig`, the next free one if it is new.
+fn intern(ids: &mut HashMap<Box<[u32]>, u32>, sig: &[u32]) -> u32 {
+    if let Some(&b) = ids.get(sig) {
+        return b;
+    }
+    let fresh = ids.len() as u32;
+    ids.insert(sig.into(), fresh);
+    fresh
 }
 
 /// Merges the equivalent states of `d` (see the module docs); state 0 stays the stop
 /// state (and absorbs every state that yields nothing). Returns the number of states
 /// removed.
 ///
-/// The automaton reads down a stack, so it is almost always acyclic: then one pass in
-/// post-order, each state named by its signature over its successors' final names,
-/// gives the minimal automaton. A cycle (a grammar whose stack reads can repeat) falls
-/// back to Moore's rounds of refinement until no block splits.
+/// The automaton reads down a stack, so its cycles (nested brackets read one level after
+/// another) lie in a small core that the rest leads into: the states reachable from a
+/// cycle. Moore's rounds of refinement, which take as many rounds as the longest chain
+/// that tells two states apart, run on that core only; every other state is then named in
+/// one pass in post-order, by its signature over its successors' final names, which
+/// finds the same blocks (the core's coarsest partition has one signature per block, so a
+/// state outside the core equivalent to one inside gets its block). A long acyclic chain
+/// (a string of up to 32,767 characters counted in chunks) costs one pass, not one
+/// round per link.
 /// Polls `deadline` per state signed; stops with its error, `d` unchanged.
 pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetError> {
     let mut poll = deadline.poll(Stage::Minimize);
@@ -137,55 +169,55 @@ pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetE
     let mut sig = Vec::new();
     let mut scratch = Vec::new();
     let mut block = vec![0u32; n];
-    let blocks = match post_order(d) {
-        Some(order) => {
-            let mut ids: HashMap<Box<[u32]>, u32> = HashMap::new();
-            // The stop state (0, default stop, no weight, no keys) is block 0.
-            ids.insert(vec![0, 0].into_boxed_slice(), 0);
-            for &s in &order {
-                poll.tick()?;
-                signature(d, &block, s as usize, &mut sig, &mut scratch);
-                block[s as usize] = match ids.get(&sig[..]) {
-                    Some(&b) => b,
-                    None => {
-                        let b = ids.len() as u32;
-                        ids.insert(sig.clone().into_boxed_slice(), b);
-                        b
-                    }
-                };
-            }
-            ids.len()
+    let core = reachable_from_cycles(d);
+    // The stop state first, so that its block is 0 in every round.
+    let core_states: Vec<usize> = (0..n).filter(|&s| core[s]).collect();
+    // Moore on the core: start from one block and split by signature until stable.
+    let mut blocks = 1;
+    loop {
+        let mut ids: HashMap<Box<[u32]>, u32> = HashMap::with_capacity(blocks * 2);
+        let mut next = Vec::with_capacity(core_states.len());
+        for &s in &core_states {
+            poll.tick()?;
+            signature(d, &block, s, &mut sig, &mut scratch);
+            sig.push(block[s]);
+            next.push(intern(&mut ids, &sig));
         }
-        None => {
-            // Moore: start from one block and split by signature until stable; the stop
-            // state's signature is the first seen, so its block is 0 in every round.
-            let mut blocks = 1;
-            loop {
-                let mut ids: HashMap<Box<[u32]>, u32> = HashMap::with_capacity(blocks * 2);
-                let mut next = Vec::with_capacity(n);
-                for s in 0..n {
-                    poll.tick()?;
-                    signature(d, &block, s, &mut sig, &mut scratch);
-                    sig.push(block[s]);
-                    let fresh = ids.len() as u32;
-                    let b = match ids.get(&sig[..]) {
-                        Some(&b) => b,
-                        None => {
-                            ids.insert(sig.clone().into_boxed_slice(), fresh);
-                            fresh
-                        }
-                    };
-                    next.push(b);
-                }
-                let count = ids.len();
-                block = next;
-                if count == blocks {
-                    break count;
-                }
-                blocks = count;
-            }
+        let count = ids.len();
+        for (&s, b) in core_states.iter().zip(next) {
+            block[s] = b;
         }
-    };
+        if count == blocks {
+            break;
+        }
+        blocks = count;
+    }
+    // Each core block by its signature over the final blocks, then the other states.
+    let mut ids: HashMap<Box<[u32]>, u32> = HashMap::with_capacity(blocks * 2);
+    for &s in &core_states {
+        signature(d, &block, s, &mut sig, &mut scratch);
+        if !ids.contains_key(&sig[..]) {
+            ids.insert(sig.clone().into_boxed_slice(), block[s]);
+        }
+    }
+    debug_assert_eq!(
+        ids.len(),
+        blocks,
+        "a stable partition has one signature per block"
+    );
+    // New blocks are numbered after the core's (`blocks` of them, 0 to `blocks - 1`).
+    for s in post_order_outside(d, &core) {
+        poll.tick()?;
+        signature(d, &block, s as usize, &mut sig, &mut scratch);
+        block[s as usize] = match ids.get(&sig[..]) {
+            Some(&b) => b,
+            None => {
+                ids.insert(sig.clone().into_boxed_slice(), blocks as u32);
+                blocks += 1;
+                blocks as u32 - 1
+            }
+        };
+    }
     if blocks == n {
         return Ok(0);
     }
@@ -250,4 +282,161 @@ pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetE
         .collect();
     *d = out;
     Ok(n - blocks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// A xorshift generator: the test needs no statistical quality, only repeatability.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u32) -> u32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as u32
+        }
+    }
+
+    const KEYS: u32 = 3;
+
+    /// A random automaton of `n` states over LR states `0..KEYS`, weights `0..3`, with
+    /// forks; `acyclic`: every target below its state. `start` lists every state, so
+    /// that after minimization `start[s]` is the block of `s`.
+    fn random_dwa(rng: &mut Rng, n: u32, acyclic: bool) -> ParserDwa {
+        let mut d = ParserDwa {
+            start: (0..n).collect(),
+            index: vec![0, 0],
+            default_target: vec![0],
+            default_weight: vec![0],
+            fork_index: vec![0],
+            ..Default::default()
+        };
+        let target = |rng: &mut Rng, d: &mut ParserDwa, s: u32| -> u32 {
+            let bound = if acyclic { s } else { n };
+            if rng.below(4) == 0 && bound > 2 {
+                let mut members: Vec<u32> = (0..2 + rng.below(2))
+                    .map(|_| 1 + rng.below(bound - 1))
+                    .collect();
+                members.sort_unstable();
+                members.dedup();
+                if members.len() >= 2 {
+                    d.fork_states.extend_from_slice(&members);
+                    d.fork_index.push(d.fork_states.len() as u32);
+                    return ParserDwa::FORK | (d.fork_index.len() as u32 - 2);
+                }
+            }
+            rng.below(bound)
+        };
+        for s in 1..n {
+            // A copy of an earlier state: equivalent to it, so there is something to merge.
+            if s > 1 && rng.below(3) == 0 {
+                let c = 1 + rng.below(s - 1) as usize;
+                let keyed = d.index[c] as usize..d.index[c + 1] as usize;
+                let (keys, targets) = (
+                    d.keys[keyed.clone()].to_vec(),
+                    d.targets[keyed.clone()].to_vec(),
+                );
+                let weights = d.weights[keyed].to_vec();
+                d.keys.extend(keys);
+                d.targets.extend(targets);
+                d.weights.extend(weights);
+                d.index.push(d.keys.len() as u32);
+                d.default_target.push(d.default_target[c]);
+                d.default_weight.push(d.default_weight[c]);
+                continue;
+            }
+            for k in 0..KEYS {
+                if rng.below(2) == 0 {
+                    let t = target(rng, &mut d, s);
+                    d.keys.push(k);
+                    d.targets.push(t);
+                    d.weights.push(rng.below(3));
+                }
+            }
+            d.index.push(d.keys.len() as u32);
+            let t = target(rng, &mut d, s);
+            d.default_target.push(t);
+            d.default_weight.push(rng.below(3));
+        }
+        d
+    }
+
+    /// The weights met walking down `stack` from state `s` (forks: every member).
+    fn walk(d: &ParserDwa, s: u32, stack: &[u32], out: &mut BTreeSet<u32>) {
+        let Some((&k, below)) = stack.split_first() else {
+            return;
+        };
+        if s == 0 {
+            return;
+        }
+        let keyed = d.index[s as usize] as usize..d.index[s as usize + 1] as usize;
+        let (t, w) = match d.keys[keyed.clone()].iter().position(|&x| x == k) {
+            Some(i) => (d.targets[keyed.start + i], d.weights[keyed.start + i]),
+            None => (d.default_target[s as usize], d.default_weight[s as usize]),
+        };
+        if w != 0 {
+            out.insert(w);
+        }
+        let one = (t & ParserDwa::FORK == 0).then_some(t);
+        for m in one.into_iter().chain(members(d, t).iter().copied()) {
+            walk(d, m, below, out);
+        }
+    }
+
+    /// Moore's refinement over every state: the coarsest partition, as a block count.
+    fn moore_blocks(d: &ParserDwa) -> usize {
+        let n = d.default_target.len();
+        let (mut block, mut blocks) = (vec![0u32; n], 1);
+        let (mut sig, mut scratch) = (Vec::new(), Vec::new());
+        loop {
+            let mut ids = HashMap::new();
+            let next: Vec<u32> = (0..n)
+                .map(|s| {
+                    signature(d, &block, s, &mut sig, &mut scratch);
+                    sig.push(block[s]);
+                    intern(&mut ids, &sig)
+                })
+                .collect();
+            block = next;
+            if ids.len() == blocks {
+                return blocks;
+            }
+            blocks = ids.len();
+        }
+    }
+
+    #[test]
+    fn minimal_and_equivalent_on_random_automata_with_and_without_cycles() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut merged = 0;
+        for round in 0..3000 {
+            let n = 2 + rng.below(24);
+            let original = random_dwa(&mut rng, n, round % 3 == 0);
+            let mut d = original.clone();
+            let removed = minimize(&mut d, &Deadline::unlimited()).unwrap();
+            merged += removed;
+            assert_eq!(
+                d.default_target.len(),
+                moore_blocks(&original),
+                "round {round}"
+            );
+            assert_eq!(d.start[0], 0, "the stop state stays state 0");
+            for _ in 0..40 {
+                let stack: Vec<u32> = (0..1 + rng.below(7)).map(|_| rng.below(KEYS + 1)).collect();
+                for s in 0..n {
+                    let (mut want, mut got) = (BTreeSet::new(), BTreeSet::new());
+                    walk(&original, s, &stack, &mut want);
+                    walk(&d, d.start[s as usize], &stack, &mut got);
+                    assert_eq!(got, want, "round {round}: state {s}, stack {stack:?}");
+                }
+            }
+        }
+        assert!(
+            merged > 5000,
+            "the automata must give merges to check: {merged}"
+        );
+    }
 }

@@ -34,7 +34,7 @@
 use crate::budget::{BudgetError, Deadline, Stage};
 use crate::template::{self, Effect, ReductionChainError};
 use crate::terminal_dwa::{
-    Boundary, ClassSet, FinalCheck, Lexing, TerminalDwa, TerminalDwaError, NONE,
+    Boundary, ClassSet, ClassTokens, FinalCheck, Lexing, TerminalDwa, TerminalDwaError, NONE,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -234,6 +234,30 @@ impl ChunkStore {
     }
 }
 
+/// The mask words of large token classes, shared by every boundary.
+///
+/// A token set is a union of classes, and expanding a class sets one bit per token at
+/// a scattered position (classes are ranges of the trie's order, not of ids). Inside
+/// strings and other wide lexemes most tokens fall in one class that recurs, with the
+/// same tokens, at boundary after boundary (each `date-time` or counted-string state of
+/// a JSON Schema): 18,000 token sets of 65,000 tokens on average in one MaskBench schema.
+/// Such a class is expanded once into mask words and OR-ed in afterwards; a class's
+/// ranges identify its tokens (ascending, joined where they meet).
+#[derive(Default)]
+struct DenseClasses {
+    words: FxHashMap<Box<[(u32, u32)]>, MaskWords>,
+}
+
+/// The mask words of one class, shared between the cache and its readers.
+type MaskWords = std::sync::Arc<[u32]>;
+
+impl DenseClasses {
+    /// Classes with at least this many tokens are kept as mask words.
+    const MIN_TOKENS: u32 = 4096;
+    /// At most this many classes are kept (25 KB each for a 200k vocabulary).
+    const MAX_CLASSES: usize = 512;
+}
+
 /// Builds the Parser DWA of a grammar for a vocabulary of `vocab_len` ids, telling
 /// `progress(done, total)` each time a lexer boundary is built. Every worker polls
 /// `deadline` (per trie node walked, automaton state and stack state read), so all of
@@ -266,6 +290,7 @@ pub fn build_parser_dwa(
     let done = AtomicUsize::new(0);
     progress(0, boundaries.len());
     let chunk_store = std::sync::Mutex::new(ChunkStore::default());
+    let dense_classes = std::sync::Mutex::new(DenseClasses::default());
     let built: Vec<Option<BoundaryDwa>> = boundaries
         .par_iter()
         .map(|&b| {
@@ -297,6 +322,7 @@ pub fn build_parser_dwa(
                 goto_states: &goto_states,
                 heads: lexing.head_states(b),
                 chunks: &chunk_store,
+                dense_classes: &dense_classes,
                 token_ids: trie.token_ids,
                 eos,
             };
@@ -523,6 +549,8 @@ struct Builder<'a> {
     heads: Vec<u32>,
     /// Where the token sets' chunks are interned.
     chunks: &'a std::sync::Mutex<ChunkStore>,
+    /// Large classes as mask words, shared by every boundary.
+    dense_classes: &'a std::sync::Mutex<DenseClasses>,
     /// The token trie's ids, which class tokens index ([`ClassTokens`]).
     token_ids: &'a [u32],
     /// The end of sequence token.
@@ -741,7 +769,17 @@ impl Builder<'_> {
     fn token_chunks(&self, set: &ClassSet, vocab_len: usize) -> Vec<u32> {
         let mut dense = vec![0u32; vocab_len.div_ceil(32)];
         for class in set.iter() {
-            for t in self.tdwa.class_tokens[class as usize].ids(self.token_ids, self.eos) {
+            let tokens = &self.tdwa.class_tokens[class as usize];
+            if let Some(words) = self.dense_class(tokens, dense.len()) {
+                for (d, w) in dense.iter_mut().zip(words.iter()) {
+                    *d |= w;
+                }
+                if tokens.eos {
+                    dense[self.eos as usize / 32] |= 1 << (self.eos % 32);
+                }
+                continue;
+            }
+            for t in tokens.ids(self.token_ids, self.eos) {
                 dense[t as usize / 32] |= 1 << (t % 32);
             }
         }
@@ -749,6 +787,35 @@ impl Builder<'_> {
             .lock()
             .expect("no builder panicked")
             .intern(&dense)
+    }
+
+    /// The mask words of class `tokens`' ranges (end of sequence aside) if it is large
+    /// ([`DenseClasses`]), expanded on first use; `None` for a small class or once the
+    /// cache is full.
+    fn dense_class(&self, tokens: &ClassTokens, words: usize) -> Option<MaskWords> {
+        let size: u32 = tokens.ranges.iter().map(|&(a, b)| b - a).sum();
+        if size < DenseClasses::MIN_TOKENS {
+            return None;
+        }
+        let lock = || self.dense_classes.lock().expect("no builder panicked");
+        if let Some(w) = lock().words.get(&tokens.ranges[..]) {
+            return Some(w.clone());
+        }
+        if lock().words.len() >= DenseClasses::MAX_CLASSES {
+            return None;
+        }
+        // The ranges only: end of sequence is the caller's to add (it is not in the key).
+        let mut dense = vec![0u32; words];
+        for &(a, b) in &tokens.ranges {
+            for &t in &self.token_ids[a as usize..b as usize] {
+                dense[t as usize / 32] |= 1 << (t % 32);
+            }
+        }
+        let dense: MaskWords = dense.into();
+        lock()
+            .words
+            .insert(tokens.ranges.clone().into_boxed_slice(), dense.clone());
+        Some(dense)
     }
 
     /// Reads LR state `r` in automaton state `key`: the next state and the classes
