@@ -38,7 +38,7 @@ pub const MAX_LEXER_STATES: usize = 1 << 17;
 
 /// The lexer stage's size limits; [`LexerLimits::default`] holds the constants above.
 /// Every limit that is hit is a [`LexerErrorKind::SizeLimit`] naming it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LexerLimits {
     /// Heap for one terminal's NFA, in bytes ([`NFA_SIZE_LIMIT`]).
     pub nfa_bytes: usize,
@@ -129,6 +129,79 @@ fn compile_terminal_with(
     max_states: usize,
     states_limit: (&'static str, usize),
 ) -> Result<ByteDfa, LexerErrorKind> {
+    let key = (regex.to_string(), *limits);
+    if let Some((reachable, dfa)) = TerminalCache::get(&key) {
+        // The same test the build below makes on its reachable states.
+        if reachable >= max_states {
+            return Err(LexerErrorKind::SizeLimit {
+                what: states_limit.0,
+                limit: states_limit.1,
+            });
+        }
+        return Ok(dfa);
+    }
+    let (reachable, dfa) = build_terminal(regex, limits, max_states, states_limit)?;
+    TerminalCache::put(key, reachable, &dfa);
+    Ok(dfa)
+}
+
+/// Terminal DFAs already built in this process, by regex and limits.
+///
+/// A pure function's results: JSON Schemas repeat a few expensive terminals from one
+/// schema to the next (`"date-time"` is 11,000 states and half a second of parsing,
+/// determinization and minimization; `uri`, `email`, counted patterns), and a serving
+/// process or `stackmask compile A.json B.json …` compiles schema after schema. Only
+/// terminals of [`TerminalCache::MIN_STATES`] reachable states or more are kept, up to
+/// [`TerminalCache::MAX_BYTES`] of tables in all; past that nothing more is added.
+struct TerminalCache {
+    /// Per key: the reachable states before minimization (what the state limit is
+    /// checked on) and the table.
+    dfas: HashMap<(String, LexerLimits), (usize, ByteDfa)>,
+    bytes: usize,
+}
+
+impl TerminalCache {
+    /// Terminals smaller than this are cheaper to rebuild than to keep.
+    const MIN_STATES: usize = 256;
+    /// The tables kept, in bytes (4 per transition).
+    const MAX_BYTES: usize = 64 << 20;
+
+    fn shared() -> std::sync::MutexGuard<'static, Option<TerminalCache>> {
+        static CACHE: std::sync::Mutex<Option<TerminalCache>> = std::sync::Mutex::new(None);
+        // A panic elsewhere while the lock was held leaves a consistent map (inserts
+        // are single calls), so a poisoned lock is still usable.
+        CACHE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(key: &(String, LexerLimits)) -> Option<(usize, ByteDfa)> {
+        Self::shared().as_ref()?.dfas.get(key).cloned()
+    }
+
+    fn put(key: (String, LexerLimits), reachable: usize, dfa: &ByteDfa) {
+        let bytes = dfa.trans.len() * 4 + dfa.flags.len() + key.0.len();
+        if reachable < Self::MIN_STATES {
+            return;
+        }
+        let mut shared = Self::shared();
+        let cache = shared.get_or_insert_with(|| TerminalCache {
+            dfas: HashMap::new(),
+            bytes: 0,
+        });
+        if cache.bytes + bytes <= Self::MAX_BYTES && !cache.dfas.contains_key(&key) {
+            cache.bytes += bytes;
+            cache.dfas.insert(key, (reachable, dfa.clone()));
+        }
+    }
+}
+
+/// Builds a terminal's table: determinization, then minimization. Returns the number of
+/// states reachable before minimization with it.
+fn build_terminal(
+    regex: &str,
+    limits: &LexerLimits,
+    max_states: usize,
+    states_limit: (&'static str, usize),
+) -> Result<(usize, ByteDfa), LexerErrorKind> {
     let dfa = DFA::builder()
         .configure(
             Config::new()
@@ -193,8 +266,9 @@ fn compile_terminal_with(
     if accepting[1] {
         return Err(LexerErrorKind::EmptyMatch);
     }
+    let reachable = order.len();
     let (trans, accepting, start) = crate::dfa_minimize::minimize(&trans, &accepting, 1);
-    Ok(fold_dead_states(trans, &accepting, start))
+    Ok((reachable, fold_dead_states(trans, &accepting, start)))
 }
 
 /// Computes liveness (can reach an accepting state) and redirects every transition
@@ -342,6 +416,27 @@ fn compile_lexer_polled<E: From<LexerError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_terminals_are_the_built_ones_and_keep_the_state_limit() {
+        let regex = "[a-z]{300}x";
+        let l = LexerLimits::default();
+        let limit = (PER_TERMINAL, 7);
+        let (reachable, built) = build_terminal(regex, &l, l.terminal_states, limit).unwrap();
+        assert!(reachable >= TerminalCache::MIN_STATES, "{reachable}");
+        let first = compile_terminal_with(regex, &l, l.terminal_states, limit).unwrap();
+        assert!(TerminalCache::get(&(regex.to_string(), l)).is_some());
+        let hit = compile_terminal_with(regex, &l, l.terminal_states, limit).unwrap();
+        assert_eq!(first, built);
+        assert_eq!(hit, built);
+        // A hit keeps the build's limit: the reachable states must stay below it.
+        for max in [reachable, reachable + 1] {
+            let fresh = build_terminal(regex, &l, max, limit).map(|_| ());
+            let cached = compile_terminal_with(regex, &l, max, limit).map(|_| ());
+            assert_eq!(cached, fresh, "limit {max}");
+        }
+        assert!(build_terminal(regex, &l, reachable, limit).is_err());
+    }
 
     fn accepts(d: &ByteDfa, s: &[u8]) -> bool {
         d.is_accepting(d.run(s))
