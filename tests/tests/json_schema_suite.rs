@@ -597,4 +597,3 @@ fn compiled_path_on_chunked_strings() {
     }
     assert!(masks > 12000, "{masks}");
 }
-
