@@ -121,27 +121,211 @@ impl FirstSets {
 /// For each terminal, the terminals that can come right after it in a sentential
 /// form (ignore terminals not included).
 pub fn terminal_follow(g: &Grammar) -> Vec<TerminalSet> {
+    terminal_follow_counted(g).0
+}
+
+/// [`terminal_follow`], with the number of set unions it made (its work, for tests).
+///
+/// Two parts, so that the work is linear in the grammar for a fixed number of
+/// terminals (a repeated sweep over the rules until nothing changes took one sweep per
+/// link of a chain of rules written in the other order: quadratic). First, each rule
+/// read right to left once gives every symbol the FIRST of what follows it, and records
+/// where that suffix is nullable: there the symbol also gets everything that follows the
+/// rule's left-hand side. Second, those "gets FOLLOW of" edges are propagated with a
+/// worklist over nonterminals whose FOLLOW grew.
+pub(crate) fn terminal_follow_counted(g: &Grammar) -> (Vec<TerminalSet>, usize) {
     let first = FirstSets::new(g, &[], g.nonterminals.len());
     let words = first.words;
     let mut follow_nt: Vec<TerminalSet> = vec![vec![0; words]; g.nonterminals.len()];
     let mut follow_t: Vec<TerminalSet> = vec![vec![0; words]; g.terminals.len()];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for r in &g.rules {
-            for (i, s) in r.rhs.iter().enumerate() {
-                let (mut f, nullable) = first.of_string(&r.rhs[i + 1..]);
-                if nullable {
-                    let lhs_follow = follow_nt[r.lhs as usize].clone();
-                    union_into(&mut f, &lhs_follow);
+    // Per nonterminal: the symbols that get its FOLLOW (a nullable suffix after them).
+    let mut inherits: Vec<Vec<Symbol>> = vec![Vec::new(); g.nonterminals.len()];
+    let mut unions = 0usize;
+    let mut suffix = vec![0u64; words];
+    for r in &g.rules {
+        suffix.fill(0);
+        let mut nullable = true;
+        for &s in r.rhs.iter().rev() {
+            let target = match s {
+                Symbol::Terminal(t) => &mut follow_t[t as usize],
+                Symbol::Nonterminal(n) => &mut follow_nt[n as usize],
+            };
+            union_into(target, &suffix);
+            unions += 1;
+            if nullable {
+                inherits[r.lhs as usize].push(s);
+            }
+            match s {
+                Symbol::Terminal(t) => {
+                    suffix.fill(0);
+                    suffix[t as usize / 64] |= 1 << (t % 64);
+                    nullable = false;
                 }
-                let target = match *s {
-                    Symbol::Terminal(t) => &mut follow_t[t as usize],
-                    Symbol::Nonterminal(n) => &mut follow_nt[n as usize],
-                };
-                changed |= union_into(target, &f);
+                Symbol::Nonterminal(n) => {
+                    if first.nullable[n as usize] {
+                        union_into(&mut suffix, &first.first[n as usize]);
+                    } else {
+                        suffix.copy_from_slice(&first.first[n as usize]);
+                        nullable = false;
+                    }
+                    unions += 1;
+                }
             }
         }
     }
-    follow_t
+    for list in &mut inherits {
+        list.sort_unstable();
+        list.dedup();
+    }
+    let mut queued = vec![true; g.nonterminals.len()];
+    let mut work: Vec<u32> = (0..g.nonterminals.len() as u32).collect();
+    let mut from = vec![0u64; words];
+    while let Some(a) = work.pop() {
+        queued[a as usize] = false;
+        from.copy_from_slice(&follow_nt[a as usize]);
+        for &s in &inherits[a as usize] {
+            unions += 1;
+            match s {
+                Symbol::Terminal(t) => {
+                    union_into(&mut follow_t[t as usize], &from);
+                }
+                Symbol::Nonterminal(n) => {
+                    if union_into(&mut follow_nt[n as usize], &from) && !queued[n as usize] {
+                        queued[n as usize] = true;
+                        work.push(n);
+                    }
+                }
+            }
+        }
+    }
+    (follow_t, unions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackmask_formats::grammar::{Nonterminal, Rule, Terminal};
+
+    /// The former definition, a sweep over every rule until nothing changes: the
+    /// least fixpoint both must reach.
+    fn follow_by_sweeps(g: &Grammar) -> Vec<TerminalSet> {
+        let first = FirstSets::new(g, &[], g.nonterminals.len());
+        let mut follow_nt: Vec<TerminalSet> = vec![vec![0; first.words]; g.nonterminals.len()];
+        let mut follow_t: Vec<TerminalSet> = vec![vec![0; first.words]; g.terminals.len()];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for r in &g.rules {
+                for (i, s) in r.rhs.iter().enumerate() {
+                    let (mut f, nullable) = first.of_string(&r.rhs[i + 1..]);
+                    if nullable {
+                        let lhs_follow = follow_nt[r.lhs as usize].clone();
+                        union_into(&mut f, &lhs_follow);
+                    }
+                    let target = match *s {
+                        Symbol::Terminal(t) => &mut follow_t[t as usize],
+                        Symbol::Nonterminal(n) => &mut follow_nt[n as usize],
+                    };
+                    changed |= union_into(target, &f);
+                }
+            }
+        }
+        follow_t
+    }
+
+    fn grammar(terminals: u32, nonterminals: u32, rules: Vec<Rule>) -> Grammar {
+        Grammar {
+            source_name: "test".into(),
+            terminals: (0..terminals)
+                .map(|t| Terminal {
+                    name: format!("T{t}"),
+                    regex: format!("t{t}"),
+                    lazy: false,
+                    priority: 0,
+                    defined_at: None,
+                })
+                .collect(),
+            nonterminals: (0..nonterminals)
+                .map(|n| Nonterminal {
+                    name: format!("n{n}"),
+                })
+                .collect(),
+            rules,
+            start: 0,
+            ignore: Vec::new(),
+            allow_initial_skip: false,
+        }
+    }
+
+    #[test]
+    fn follow_sets_equal_the_sweep_fixpoint_on_random_grammars() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut below = |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as u32
+        };
+        let mut nonempty = 0;
+        for _ in 0..400 {
+            let (nt, t) = (1 + below(8), 1 + below(70));
+            let rules = (0..1 + below(16))
+                .map(|_| Rule {
+                    lhs: below(nt),
+                    rhs: (0..below(5))
+                        .map(|_| match below(3) {
+                            0 => Symbol::Terminal(below(t)),
+                            _ => Symbol::Nonterminal(below(nt)),
+                        })
+                        .collect(),
+                })
+                .collect();
+            let g = grammar(t, nt, rules);
+            let want = follow_by_sweeps(&g);
+            nonempty += want.iter().filter(|s| s.iter().any(|&w| w != 0)).count();
+            assert_eq!(terminal_follow(&g), want, "{:?}", g.rules);
+        }
+        assert!(
+            nonempty > 1000,
+            "the grammars must give follow sets: {nonempty}"
+        );
+    }
+
+    /// A chain of unit rules from the nonterminal that a `T0` follows down to `T1`,
+    /// numbered up or down and written in either order: a sweep in rule order moved
+    /// FOLLOW one link per sweep, and a worklist must not revisit the chain per link.
+    /// The work must grow with the chain, not its square.
+    #[test]
+    fn follow_work_is_linear_on_chains_in_either_order() {
+        let chain = |len: u32, rules_reversed: bool, numbered_down: bool| {
+            let id = |i: u32| if numbered_down { len - i } else { i };
+            // n(len) is followed by T0; n(i+1) → n(i); n(0) → T1.
+            let mut rules: Vec<Rule> = (0..len)
+                .map(|i| Rule {
+                    lhs: id(i + 1),
+                    rhs: vec![Symbol::Nonterminal(id(i))],
+                })
+                .collect();
+            rules.push(Rule {
+                lhs: id(0),
+                rhs: vec![Symbol::Terminal(1)],
+            });
+            rules.push(Rule {
+                lhs: id(len),
+                rhs: vec![Symbol::Nonterminal(id(len)), Symbol::Terminal(0)],
+            });
+            if rules_reversed {
+                rules.reverse();
+            }
+            grammar(2, len + 1, rules)
+        };
+        for case in [(false, false), (true, false), (false, true), (true, true)] {
+            let (small, big) = (chain(500, case.0, case.1), chain(2000, case.0, case.1));
+            let (follow, w_small) = terminal_follow_counted(&small);
+            let (_, w_big) = terminal_follow_counted(&big);
+            // T1 ends every string the chain derives, so T0 follows it.
+            assert_eq!(follow[1][0] & 1, 1, "{case:?}");
+            assert!(w_big <= 5 * w_small, "{case:?}: {w_small} -> {w_big}");
+        }
+    }
 }
