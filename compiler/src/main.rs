@@ -92,6 +92,10 @@ enum Command {
         /// the run-time token-trie walk (bounds compile time).
         #[arg(long, default_value_t = ParserDwaLimits::default().boundary_steps)]
         boundary_dwa_steps: usize,
+        /// Reductions one terminal may trigger before it is shifted (a chain of unit
+        /// rules that long); past it the compile stops with an error naming the limit.
+        #[arg(long, default_value_t = ParserDwaLimits::default().template_reductions)]
+        max_template_reductions: u32,
         /// Wall-clock limit of the whole compile in seconds (fractions allowed); past
         /// it every stage stops and nothing is written (default: none).
         #[arg(long, value_name = "SECS", value_parser = parse_time_limit)]
@@ -324,6 +328,7 @@ fn main() -> ExitCode {
             max_terminal_dwa_states,
             boundary_dwa_states,
             boundary_dwa_steps,
+            max_template_reductions,
             time_limit,
         } => compile(
             &grammars,
@@ -339,6 +344,7 @@ fn main() -> ExitCode {
                     max_terminal_states: max_terminal_dwa_states,
                     boundary_states: boundary_dwa_states,
                     boundary_steps: boundary_dwa_steps,
+                    template_reductions: max_template_reductions,
                 },
                 budget: CompileBudget {
                     time_limit,

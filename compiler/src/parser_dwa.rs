@@ -59,6 +59,9 @@ pub struct ParserDwaLimits {
     /// Simulation steps for one boundary before it is left to the run-time trie walk
     /// (`--boundary-dwa-steps`): bounds the compile time per boundary.
     pub boundary_steps: usize,
+    /// Reductions one terminal's template may take before a shift
+    /// (`--max-template-reductions`): past it the compile stops with an error naming it.
+    pub template_reductions: u32,
 }
 
 impl Default for ParserDwaLimits {
@@ -69,6 +72,7 @@ impl Default for ParserDwaLimits {
             max_terminal_states: 1 << 22,
             boundary_states: 40_000,
             boundary_steps: 40_000_000,
+            template_reductions: template::DEFAULT_MAX_REDUCTIONS,
         }
     }
 }
@@ -323,6 +327,7 @@ pub fn build_parser_dwa(
                 heads: lexing.head_states(b),
                 chunks: &chunk_store,
                 dense_classes: &dense_classes,
+                template_reductions: limits.template_reductions,
                 token_ids: trie.token_ids,
                 eos,
             };
@@ -551,6 +556,8 @@ struct Builder<'a> {
     chunks: &'a std::sync::Mutex<ChunkStore>,
     /// Large classes as mask words, shared by every boundary.
     dense_classes: &'a std::sync::Mutex<DenseClasses>,
+    /// Reductions a template may take before a shift ([`ParserDwaLimits`]).
+    template_reductions: u32,
     /// The token trie's ids, which class tokens index ([`ClassTokens`]).
     token_ids: &'a [u32],
     /// The end of sequence token.
@@ -996,7 +1003,13 @@ impl Step<'_> {
     /// terminal leads to) with each outcome.
     fn resume(&mut self, node: u32, term: u32, known: &[u32]) -> Result<(), StepError> {
         let mut effects = Vec::new();
-        template::apply(&self.b.tables.lr, known, term, &mut effects)?;
+        template::apply(
+            &self.b.tables.lr,
+            known,
+            term,
+            self.b.template_reductions,
+            &mut effects,
+        )?;
         for e in effects {
             match e {
                 Effect::Shifted(v) => self.explore(node, &v)?,

@@ -14,8 +14,9 @@
 use stackmask_formats::lr::LrSlices;
 use stackmask_formats::Action;
 
-/// Reductions in one template run before the compile gives up.
-pub const MAX_REDUCTIONS: u32 = 10_000;
+/// Reductions in one template run before the compile gives up, by default
+/// (`--max-template-reductions`, [`crate::parser_dwa::ParserDwaLimits`]).
+pub const DEFAULT_MAX_REDUCTIONS: u32 = 10_000;
 
 /// States one template run may push beyond the stack top it started from. Without a
 /// shift, only ε-reductions push more than they pop; a run past this bound comes
@@ -42,7 +43,7 @@ pub enum Effect {
     },
 }
 
-/// A template's reductions did not end within [`MAX_REDUCTIONS`] / [`MAX_GROWTH`].
+/// A template's reductions did not end within their limit / [`MAX_GROWTH`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the reductions before terminal {terminal} from LR state {state} {limit}; the compiled mask path cannot bound them")]
 pub struct ReductionChainError {
@@ -58,20 +59,22 @@ pub struct ReductionChainError {
 /// message says which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ChainLimit {
-    /// More than [`MAX_REDUCTIONS`] reductions without a shift.
-    #[error("take over {MAX_REDUCTIONS} reductions without a shift (a chain of rules that long, such as thousands of unit rules in a row, or ε-rules that recurse without consuming input)")]
-    Reductions,
+    /// More than this many reductions without a shift (the limit in force).
+    #[error("take over {0} reductions without a shift (a chain of rules that long, such as thousands of unit rules in a row — raise the limit with --max-template-reductions — or ε-rules that recurse without consuming input)")]
+    Reductions(u32),
     /// More than [`MAX_GROWTH`] states pushed without a shift.
     #[error("push over {MAX_GROWTH} states without a shift (ε-rules that recurse without consuming input)")]
     Growth,
 }
 
 /// Runs terminal `t`'s template on `known` (a stack top, bottom first, not empty)
-/// and appends every branch's [`Effect`] to `out`.
+/// and appends every branch's [`Effect`] to `out`; at most `max_reductions`
+/// reductions before a shift.
 pub fn apply(
     lr: &LrSlices<'_>,
     known: &[u32],
     t: u32,
+    max_reductions: u32,
     out: &mut Vec<Effect>,
 ) -> Result<(), ReductionChainError> {
     let state = *known
@@ -82,7 +85,7 @@ pub fn apply(
         state,
         limit,
     };
-    let mut budget = MAX_REDUCTIONS;
+    let mut budget = max_reductions;
     let mut work = vec![known.to_vec()];
     while let Some(stack) = work.pop() {
         let top = *stack.last().expect("non-empty");
@@ -104,7 +107,9 @@ pub fn apply(
                         });
                         continue;
                     }
-                    budget = budget.checked_sub(1).ok_or(error(ChainLimit::Reductions))?;
+                    budget = budget
+                        .checked_sub(1)
+                        .ok_or(error(ChainLimit::Reductions(max_reductions)))?;
                     let keep = stack.len() - n;
                     if let Some(g) = lr.goto(stack[keep - 1], lhs) {
                         let mut v = stack[..keep].to_vec();

@@ -390,27 +390,36 @@ fn a_cancel_during_the_parser_dwa_stops_its_workers() {
 }
 
 /// A chain of unit rules longer than the template's reduction bound is refused with
-/// the bound it passed and a cause that fits (it once blamed ε-rules for any chain).
+/// the bound it passed and a cause that fits (it once blamed ε-rules for any chain);
+/// the bound is a limit with a flag: raised, the chain compiles, lowered, a shorter one
+/// is refused naming the lower value.
 #[test]
 fn a_unit_chain_past_the_reduction_bound_names_that_bound() {
-    let n = stackmask_compiler::template::MAX_REDUCTIONS as usize + 50;
-    let mut src = String::from("start: a0\n");
-    for i in 0..n - 1 {
-        src.push_str(&format!("a{i}: a{}\n", i + 1));
-    }
-    src.push_str(&format!("a{}: \"x\"\n", n - 1));
-    let err = pipeline::build_artifact_from_source(
-        &src,
-        "chain.lark",
-        "bytes",
-        &pipeline::CompileOptions::default(),
-        |_| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let chain = |n: usize| {
+        let mut src = String::from("start: a0\n");
+        for i in 0..n - 1 {
+            src.push_str(&format!("a{i}: a{}\n", i + 1));
+        }
+        src.push_str(&format!("a{}: \"x\"\n", n - 1));
+        src
+    };
+    let with_limit = |src: &str, reductions: u32| {
+        let mut options = pipeline::CompileOptions::default();
+        options.dwa.template_reductions = reductions;
+        pipeline::build_artifact_from_source(src, "chain.lark", "bytes", &options, |_| {})
+    };
+    let default = stackmask_compiler::template::DEFAULT_MAX_REDUCTIONS;
+    let long = chain(default as usize + 50);
+    let err = with_limit(&long, default).unwrap_err().to_string();
     assert!(
-        err.contains("over 10000 reductions without a shift") && err.contains("unit rules"),
+        err.contains("over 10000 reductions without a shift")
+            && err.contains("unit rules")
+            && err.contains("--max-template-reductions"),
         "{err}"
     );
     assert!(!err.contains("push over"), "{err}");
+    assert!(with_limit(&long, default + 100).is_ok());
+    let err = with_limit(&chain(300), 200).unwrap_err().to_string();
+    assert!(err.contains("over 200 reductions"), "{err}");
+    assert!(with_limit(&chain(300), 400).is_ok());
 }
