@@ -12,52 +12,11 @@
 //! Each call is timed on its own (`Instant` around one call, ~20–30 ns of overhead);
 //! these machines are shared and noisy, so compare the ratios, not absolute times.
 
-use hdrhistogram::Histogram;
 use stackmask_benches::peer::{LlgPeer, PeerVocab};
-use stackmask_benches::workload::{self, Workload};
-use stackmask_formats::TokenKind;
+use stackmask_benches::percentiles::{histogram, ratio, row};
+use stackmask_benches::workload;
 use stackmask_runtime::Matcher;
 use std::time::Instant;
-
-fn histogram() -> Histogram<u64> {
-    Histogram::<u64>::new(3).expect("histogram")
-}
-
-fn row(name: &str, h: &Histogram<u64>) -> String {
-    let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
-    format!(
-        "  {name:<22} p50 {:>9.2} µs  p99 {:>9.2} µs  p99.9 {:>9.2} µs  max {:>9.2} µs  (n={})",
-        us(0.5),
-        us(0.99),
-        us(0.999),
-        h.max() as f64 / 1e3,
-        h.len()
-    )
-}
-
-fn ratio(name: &str, ours: &Histogram<u64>, theirs: &Histogram<u64>) -> String {
-    let r = |q: f64| theirs.value_at_quantile(q) as f64 / ours.value_at_quantile(q).max(1) as f64;
-    format!(
-        "  {name:<22} llguidance / stackmask: p50 ×{:.1}  p99 ×{:.1}  p99.9 ×{:.1}  max ×{:.1}",
-        r(0.5),
-        r(0.99),
-        r(0.999),
-        theirs.max() as f64 / ours.max().max(1) as f64
-    )
-}
-
-fn peer_vocab(w: &Workload) -> PeerVocab {
-    let v = &w.tokenizer.vocab;
-    PeerVocab {
-        tokens: (0..v.len() as u32)
-            .map(|i| v.token_bytes(i).to_vec())
-            .collect(),
-        special: (0..v.len() as u32)
-            .map(|i| v.kind(i) != TokenKind::Normal)
-            .collect(),
-        eos: v.eos,
-    }
-}
 
 fn main() {
     let env = |k: &str, d: usize| {
@@ -83,7 +42,10 @@ fn main() {
             w.total_tokens(),
             w.docs.len()
         );
-        let mut peer = match LlgPeer::new(&w.grammar_source, &peer_vocab(&w)) {
+        let mut peer = match LlgPeer::new(
+            &w.grammar_source,
+            &PeerVocab::from_vocabulary(&w.tokenizer.vocab),
+        ) {
             Ok(p) => Some(p),
             Err(e) => {
                 println!("  llguidance: cannot load the grammar: {e}");

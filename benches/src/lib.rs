@@ -3,4 +3,5 @@
 #![warn(missing_docs)]
 
 pub mod peer;
+pub mod percentiles;
 pub mod workload;

@@ -44,6 +44,22 @@ pub struct PeerVocab {
     pub eos: u32,
 }
 
+impl PeerVocab {
+    /// The vocabulary of one of our tokenizers: every token that is not a normal text
+    /// token (special, control) is special.
+    pub fn from_vocabulary(v: &stackmask_formats::Vocabulary) -> PeerVocab {
+        PeerVocab {
+            tokens: (0..v.len() as u32)
+                .map(|i| v.token_bytes(i).to_vec())
+                .collect(),
+            special: (0..v.len() as u32)
+                .map(|i| v.kind(i) != stackmask_formats::TokenKind::Normal)
+                .collect(),
+            eos: v.eos,
+        }
+    }
+}
+
 /// The byte string llguidance sees for token `i`.
 fn llg_bytes(vocab: &PeerVocab, i: usize) -> Vec<u8> {
     let bytes = &vocab.tokens[i];
