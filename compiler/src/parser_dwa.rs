@@ -70,7 +70,7 @@ impl Default for ParserDwaLimits {
             max_states: 1 << 21,
             max_weight_bytes: 1 << 30,
             max_terminal_states: 1 << 22,
-            boundary_states: 40_000,
+            boundary_states: 250_000,
             boundary_steps: 40_000_000,
             template_reductions: template::DEFAULT_MAX_REDUCTIONS,
         }
