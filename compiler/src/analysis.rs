@@ -259,13 +259,8 @@ mod tests {
 
     #[test]
     fn follow_sets_equal_the_sweep_fixpoint_on_random_grammars() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut below = |n: u32| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as u32
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        let mut below = |n: u32| rng.below(n as u64) as u32;
         let mut nonempty = 0;
         for _ in 0..400 {
             let (nt, t) = (1 + below(8), 1 + below(70));

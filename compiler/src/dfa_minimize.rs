@@ -309,13 +309,8 @@ mod tests {
 
     #[test]
     fn random_dfas_keep_their_language() {
-        let mut seed = 0x9e3779b97f4a7c15u64;
-        let mut rand = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15);
+        let mut rand = |m: u64| rng.below(m);
         for _ in 0..300 {
             let n = 2 + rand(12) as usize;
             let mut t = vec![0u32; n * 256];

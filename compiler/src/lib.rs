@@ -28,6 +28,8 @@ pub mod parser_dwa;
 pub mod pipeline;
 pub mod template;
 pub mod terminal_dwa;
+#[cfg(test)]
+mod test_rng;
 pub mod vocab;
 
 pub use frontend::{parse_grammar, GrammarError, GrammarErrorKind};

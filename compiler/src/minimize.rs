@@ -289,14 +289,11 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// A xorshift generator: the test needs no statistical quality, only repeatability.
-    struct Rng(u64);
+    /// The shared test generator, drawing `u32`s.
+    struct Rng(crate::test_rng::XorShift);
     impl Rng {
         fn below(&mut self, n: u32) -> u32 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as u32
+            self.0.below(n as u64) as u32
         }
     }
 
@@ -410,7 +407,7 @@ mod tests {
 
     #[test]
     fn minimal_and_equivalent_on_random_automata_with_and_without_cycles() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng(crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15));
         let mut merged = 0;
         for round in 0..3000 {
             let n = 2 + rng.below(24);

@@ -618,9 +618,8 @@ mod tests {
             b"S",
         ];
         let mut next = || {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
+            let mut rng = crate::test_rng::XorShift(*seed);
+            *seed = rng.next();
             *seed
         };
         let len = next() % 5;

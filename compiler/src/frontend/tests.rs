@@ -827,14 +827,8 @@ fn random_and_truncated_inputs_never_panic() {
         "&",
         "@",
     ];
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        // xorshift64: deterministic, so a failure reproduces.
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.next();
     // Rule bodies over a smaller alphabet, so that a fair share is valid.
     const EXPR: &[&str] = &[
         " a", " B", " \"x\"", " /y+/", " (", " )", " [", " ]", "?", "*", "+", " |", "~2", "{1,2}",

@@ -130,13 +130,8 @@ mod tests {
     /// Every cell of every row is found, nothing else is, and the comb is small.
     #[test]
     fn packed_rows_read_back_exactly() {
-        let mut seed = 0x9e3779b97f4a7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15);
+        let mut next = |n: u64| rng.below(n);
         for round in 0..50 {
             let columns = 1 + next(60) as u32;
             let rows: Vec<Vec<u32>> = (0..1 + next(80))

@@ -282,9 +282,8 @@ mod tests {
             "\u{200d}", "_", "-", ".",
         ];
         let mut next = || {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
+            let mut rng = crate::test_rng::XorShift(*seed);
+            *seed = rng.next();
             *seed
         };
         let len = (next() % max_len as u64) as usize;
