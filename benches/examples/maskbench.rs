@@ -21,6 +21,7 @@
 //!   These machines are shared and noisy: read the ratios.
 //! - `--step N` takes every Nth file (default 1: all 294).
 
+use hdrhistogram::Histogram;
 use serde_json::Value;
 use stackmask_benches::peer::{LlgEnv, LlgPeer, PeerVocab};
 use stackmask_benches::percentiles::{histogram, ratio, row};
@@ -85,17 +86,12 @@ fn compile_line(name: &str, times: &mut [Duration]) -> String {
     )
 }
 
+/// Where one run records its masks and commits (ns), if it is a recorded pass.
+type Timers<'a> = Option<(&'a mut Histogram<u64>, &'a mut Histogram<u64>)>;
+
 /// Runs `tokens` through a fresh stackmask matcher: the verdict, with every mask and
 /// commit timed into `masks` / `commits` when given.
-fn run_ours(
-    engine: &Arc<Engine>,
-    tokens: &[u32],
-    mask: &mut [u32],
-    mut timed: Option<(
-        &mut hdrhistogram::Histogram<u64>,
-        &mut hdrhistogram::Histogram<u64>,
-    )>,
-) -> bool {
+fn run_ours(engine: &Arc<Engine>, tokens: &[u32], mask: &mut [u32], mut timed: Timers<'_>) -> bool {
     let mut m = Matcher::new(engine.clone());
     for &t in tokens {
         let started = Instant::now();
@@ -128,10 +124,7 @@ fn run_llguidance(
     tokens: &[u32],
     eos: u32,
     mask: &mut [u32],
-    mut timed: Option<(
-        &mut hdrhistogram::Histogram<u64>,
-        &mut hdrhistogram::Histogram<u64>,
-    )>,
+    mut timed: Timers<'_>,
 ) -> bool {
     if peer.reset().is_err() {
         return false;
