@@ -206,7 +206,8 @@ struct SourceArgs {
     /// JSON Schema: whitespace between tokens: compact (none) | free.
     #[arg(long, default_value = "compact")]
     whitespace: String,
-    /// JSON Schema: property order: declared | sorted | any.
+    /// JSON Schema: property order: declared | sorted | any | any-or-declared (any
+    /// order, declared order with a listed warning for objects past the any-order limit).
     #[arg(long, default_value = "declared")]
     property_order: String,
 }
@@ -251,16 +252,14 @@ fn load_source(
             "free" => Whitespace::Free,
             w => return Err(format!("unknown --whitespace `{w}` (compact | free)").into()),
         },
-        order: match args.property_order.as_str() {
-            "declared" => PropertyOrder::Declared,
-            "sorted" => PropertyOrder::Sorted,
-            "any" => PropertyOrder::Any,
-            o => {
-                return Err(
-                    format!("unknown --property-order `{o}` (declared | sorted | any)").into(),
-                )
-            }
-        },
+        order: PropertyOrder::from_name(&args.property_order).ok_or_else(|| {
+            let names: Vec<&str> = PropertyOrder::NAMES.iter().map(|(n, _)| *n).collect();
+            format!(
+                "unknown --property-order `{}` ({})",
+                args.property_order,
+                names.join(" | ")
+            )
+        })?,
         ..Default::default()
     };
     let (lexed, warnings) = pipeline::lex_schema_source_within(&source, &name, &options, deadline)?;

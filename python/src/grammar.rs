@@ -322,7 +322,7 @@ impl Compiler {
     /// valid instances in canonical form (README, "JSON Schema"). An unsupported keyword
     /// raises `GrammarError` naming it and its JSON pointer; with `lenient=True` it is
     /// listed in `Grammar.warnings` instead. `whitespace` is `"compact"` (none) or
-    /// `"free"`; `property_order` is `"declared"`, `"sorted"` or `"any"`. The GIL is released.
+    /// `"free"`; `property_order` is `"declared"`, `"sorted"`, `"any"` or `"any-or-declared"`. The GIL is released.
     /// `time_limit` and `cancel` as for `compile_lark`.
     #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
@@ -357,12 +357,8 @@ impl Compiler {
                 "free" => Whitespace::Free,
                 v => return Err(bad("whitespace", v)),
             },
-            order: match property_order {
-                "declared" => PropertyOrder::Declared,
-                "sorted" => PropertyOrder::Sorted,
-                "any" => PropertyOrder::Any,
-                v => return Err(bad("property_order", v)),
-            },
+            order: PropertyOrder::from_name(property_order)
+                .ok_or_else(|| bad("property_order", property_order))?,
             ..Default::default()
         };
         let mut o = options(

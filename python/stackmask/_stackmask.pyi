@@ -149,7 +149,9 @@ class Compiler:
         GrammarError naming keyword and JSON pointer, or with ``lenient`` are listed in
         ``Grammar.warnings``. ``whitespace``: "compact" | "free"; ``property_order``:
         "declared" | "sorted" | "any" (members in any order, each declared name once;
-        an object too large for it raises GrammarError, lenient: declared order, warned).
+        an object too large for it raises GrammarError, lenient: declared order, warned)
+        | "any-or-declared" (any order, and declared order with a warning for an object
+        too large for it, strict too).
         Releases the GIL."""
     def load(self, path: _Path) -> "Grammar":
         """Maps an artifact compiled for this vocabulary."""

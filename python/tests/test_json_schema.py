@@ -114,3 +114,11 @@ def test_property_order_any_accepts_every_order(small_tokenizer):
         c.compile_json_schema(wide, property_order="any")
     lenient = c.compile_json_schema(wide, property_order="any", lenient=True)
     assert any("declared order" in w for w in map(str, lenient.warnings))
+    # any-or-declared: the wide object falls back with a warning, strict too; the
+    # outer object stays in any order.
+    nested = {"properties": {"wide": wide, "n": {"type": "integer"}}}
+    auto = c.compile_json_schema(nested, property_order="any-or-declared")
+    assert any("any-or-declared" in w for w in map(str, auto.warnings))
+    assert accepts(auto, b'{"wide":{"p0":1},"n":2}')
+    assert accepts(auto, b'{"n":2,"wide":{"p0":1,"p11":3}}')
+    assert not accepts(auto, b'{"wide":{"p11":3,"p0":1}}')

@@ -433,6 +433,22 @@ mod tests {
         let ok = accepts(&s, &any(true));
         assert!(ok(r#"{"inner":{"p0":1,"p11":2}}"#));
         assert!(!ok(r#"{"inner":{"p11":2,"p0":1}}"#));
+        // any-or-declared: the same fallback in strict mode, listed; the outer object
+        // (within the limit) stays in any order.
+        let auto = SchemaOptions {
+            order: PropertyOrder::AnyOrDeclared,
+            ..Default::default()
+        };
+        let s = json!({"properties": {"inner": {"properties": props}, "x": {"type": "integer"}}});
+        let g = schema_to_grammar(&s, "s.json", &auto).unwrap();
+        assert_eq!(g.warnings.len(), 1, "{:?}", g.warnings);
+        assert!(g.warnings[0].message.contains("any-or-declared"));
+        assert_eq!(g.warnings[0].pointer, "#/properties/inner");
+        let ok = accepts(&s, &auto);
+        assert!(ok(r#"{"x":1,"inner":{"p0":1,"p11":2}}"#));
+        assert!(ok(r#"{"inner":{"p0":1,"p11":2},"x":1}"#));
+        assert!(!ok(r#"{"inner":{"p11":2,"p0":1}}"#));
+        assert!(!ok(r#"{"x":1,"x":2}"#));
         // 11 optional names and additional members fit (2^11 + 1 states).
         let props: serde_json::Map<String, Value> =
             (0..11).map(|i| (format!("p{i}"), json!({}))).collect();

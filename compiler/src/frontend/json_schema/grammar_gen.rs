@@ -83,10 +83,16 @@ impl any_order::RuleSink for Generator<'_> {
     }
 
     fn over_limit(&mut self, issue: SchemaIssue) -> R<()> {
-        if !self.diags.lenient {
+        let message = if self.opts.order == PropertyOrder::AnyOrDeclared {
+            format!(
+                "{}; written in declared order (--property-order any-or-declared)",
+                issue.message
+            )
+        } else if self.diags.lenient {
+            format!("{}; lenient: declared order", issue.message)
+        } else {
             return Err(issue);
-        }
-        let message = format!("{}; lenient: declared order", issue.message);
+        };
         self.diags.warn(SchemaIssue { message, ..issue });
         Ok(())
     }
@@ -857,7 +863,7 @@ impl<'a> Generator<'a> {
                 out
             }
             Value::Object(o) => {
-                if self.opts.order == PropertyOrder::Any {
+                if self.opts.order.any() {
                     if let Some(syms) = self.const_object_any_order(o, ptr)? {
                         return Ok(syms);
                     }
@@ -1739,7 +1745,7 @@ impl<'a> Generator<'a> {
             .iter()
             .map(|s| mentioned.iter().position(|k| *k == s.0))
             .collect();
-        if self.opts.order == PropertyOrder::Any {
+        if self.opts.order.any() {
             let mut named: Vec<Named> = slot_syms
                 .iter()
                 .zip(&var)

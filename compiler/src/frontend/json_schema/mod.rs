@@ -64,6 +64,33 @@ pub enum PropertyOrder {
     /// [`any_order::MAX_ANY_ORDER_STATES`] is an error (lenient: declared order, warned).
     /// `enum`/`const` objects too.
     Any,
+    /// Any order where an object is within [`any_order::MAX_ANY_ORDER_STATES`];
+    /// past it, declared order with a listed warning (strict mode too): every schema
+    /// that compiles in declared order compiles, and accepts at least what it did.
+    AnyOrDeclared,
+}
+
+impl PropertyOrder {
+    /// The names the command line and Python take, with their orders.
+    pub const NAMES: [(&'static str, PropertyOrder); 4] = [
+        ("declared", PropertyOrder::Declared),
+        ("sorted", PropertyOrder::Sorted),
+        ("any", PropertyOrder::Any),
+        ("any-or-declared", PropertyOrder::AnyOrDeclared),
+    ];
+
+    /// The order named `name` (see [`PropertyOrder::NAMES`]).
+    pub fn from_name(name: &str) -> Option<PropertyOrder> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, o)| o)
+    }
+
+    /// Whether objects are written in any order where feasible.
+    pub fn any(self) -> bool {
+        matches!(self, PropertyOrder::Any | PropertyOrder::AnyOrDeclared)
+    }
 }
 
 /// Which draft's rules apply where drafts differ.
