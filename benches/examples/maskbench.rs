@@ -5,7 +5,7 @@
 //!
 //! ```sh
 //! cargo run --release -p stackmask-benches --example maskbench -- \
-//!     [--tokenizer tiktoken:o200k_base] [--step N] [--dir PATH]
+//!     [--tokenizer tiktoken:o200k_base] [--step N] [--dir PATH] [--check-reference]
 //! ```
 //!
 //! - Compile is grammar text to a ready matcher: for stackmask the schema front end,
@@ -20,6 +20,10 @@
 //!   over the schemas both engines compile; every mask including the last one (EOS).
 //!   These machines are shared and noisy: read the ratios.
 //! - `--step N` takes every Nth file (default 1: all 294).
+//! - `--check-reference`: also compares, at every step of every valid instance, the
+//!   compiled mask with the reference path's (the Earley/trie walk embedded in the
+//!   artifact; milliseconds a mask on a 200k vocabulary) and stops at the first
+//!   difference. Not timed.
 
 use hdrhistogram::Histogram;
 use serde_json::Value;
@@ -118,6 +122,39 @@ fn run_ours(engine: &Arc<Engine>, tokens: &[u32], mask: &mut [u32], mut timed: T
     m.is_accepting()
 }
 
+/// Compares the compiled mask with the reference path's at every step of `tokens`
+/// (and after the last); returns the number of masks compared, or the first step
+/// where they differ.
+fn compare_with_reference(engine: &Arc<Engine>, tokens: &[u32]) -> Result<usize, String> {
+    use stackmask_runtime::reference::ReferenceMatcher;
+    let reference = engine.reference()?;
+    let words = engine.mask_words();
+    let (mut ours, mut theirs) = (vec![0u32; words], vec![0u32; words]);
+    let mut m = Matcher::new(engine.clone());
+    let mut r = ReferenceMatcher::new(reference);
+    for (step, &t) in tokens.iter().enumerate() {
+        m.fill_mask(&mut ours);
+        r.fill_mask(&mut theirs);
+        if ours != theirs {
+            return Err(format!("masks differ at step {step}"));
+        }
+        if m.commit(t).is_err() {
+            return Ok(step + 1);
+        }
+        r.commit(t)
+            .map_err(|e| format!("reference refused step {step}: {e}"))?;
+    }
+    m.fill_mask(&mut ours);
+    r.fill_mask(&mut theirs);
+    if ours != theirs {
+        return Err(format!(
+            "masks differ after the last token ({})",
+            tokens.len()
+        ));
+    }
+    Ok(tokens.len() + 1)
+}
+
 /// As [`run_ours`] for llguidance (EOS in the last mask is acceptance).
 fn run_llguidance(
     peer: &mut LlgPeer,
@@ -160,6 +197,8 @@ fn main() {
     };
     let spec = arg("--tokenizer").unwrap_or_else(|| "tiktoken:o200k_base".into());
     let step: usize = arg("--step").map_or(1, |s| s.parse().expect("--step N"));
+    let check_reference = args.iter().any(|a| a == "--check-reference");
+    let mut compared = 0usize;
     let dir = arg("--dir").map(PathBuf::from).unwrap_or_else(|| {
         stackmask_benches::workload::workspace()
             .join("../shared/corpus/jsonschemabench/maskbench_data_subset")
@@ -260,6 +299,10 @@ fn main() {
             ours_compile.push(ours_time);
             for (tokens, valid) in &tests {
                 ours.record(*valid, run_ours(engine, tokens, &mut mask, None));
+                if check_reference && *valid {
+                    compared += compare_with_reference(engine, tokens)
+                        .unwrap_or_else(|e| panic!("{name}: compiled vs reference: {e}"));
+                }
             }
         }
         if let Some(peer) = peer.as_mut() {
@@ -298,6 +341,11 @@ fn main() {
         ours_setup.as_secs_f64(),
         theirs_setup.as_secs_f64()
     );
+    if check_reference {
+        println!(
+            "compiled masks equal the reference path's at all {compared} steps of the valid instances"
+        );
+    }
     println!("verdicts on the test instances of the schemas each engine compiles:");
     println!("{}", ours.line("stackmask", files.len()));
     println!("{}", theirs.line("llguidance", files.len()));

@@ -1781,10 +1781,18 @@ impl<'a> Generator<'a> {
                 Built::DeclaredOrder => {}
             }
         }
-        // Nonterminal (slot index, members so far, presence state, loose names used),
-        // made on first use. Decided slots' bits are cleared from the state; a loose
-        // name's bit stays, and `used` says it was written.
-        type Key = (usize, u64, presence::Assignments, u32);
+        // Nonterminal (slot index, members so far, presence state, loose names used,
+        // phase), made on first use. Decided slots' bits are cleared from the state; a
+        // loose name's bit stays, and `used` says it was written. Additional members may
+        // come first (`{"$schema": …, …}`, the way configuration files begin) or last:
+        // the phase says which is still open, so that each text has one parse — before
+        // any named member they are leading ones (and an object of additional members
+        // only is all leading), after one they are trailing ones.
+        type Key = (usize, u64, presence::Assignments, u32, u8);
+        // Nothing written yet / only leading additional members / a named one written.
+        const FRESH: u8 = 0;
+        const LEADING: u8 = 1;
+        const NAMED: u8 = 2;
         let n = slot_syms.len();
         let mut table: HashMap<Key, u32> = HashMap::new();
         let mut work = Vec::new();
@@ -1805,9 +1813,9 @@ impl<'a> Generator<'a> {
         if initial.is_empty() {
             return Ok(());
         }
-        let start = get(self, &mut work, (0, 0, initial, 0))?;
-        while let Some((i, c, state, used)) = work.pop() {
-            let here = get(self, &mut work, (i, c, state.clone(), used))?;
+        let start = get(self, &mut work, (0, 0, initial, 0, FRESH))?;
+        while let Some((i, c, state, used, phase)) = work.pop() {
+            let here = get(self, &mut work, (i, c, state.clone(), used, phase))?;
             let next_c = if max.is_none() {
                 (c + 1).min(cap)
             } else {
@@ -1826,17 +1834,24 @@ impl<'a> Generator<'a> {
                 ]);
                 rhs
             };
+            // Leading additional members: at the first slot, before any named member.
+            if i == 0 && phase != NAMED && can_add {
+                let then = get(self, &mut work, (0, next_c, state.clone(), used, LEADING))?;
+                for &(key, v) in &extra_syms {
+                    self.rule(here, member(key, v, then));
+                }
+            }
             if let Some(&(key, v, req)) = slot_syms.get(i) {
                 let (absent, present) = match var[i] {
                     Some(b) => presence::split(&state, b),
                     None => (state.clone(), state),
                 };
                 if !req && !absent.is_empty() {
-                    let skip = get(self, &mut work, (i + 1, c, absent, used))?;
+                    let skip = get(self, &mut work, (i + 1, c, absent, used, phase))?;
                     self.rule(here, vec![Symbol::Nonterminal(skip)]);
                 }
                 if can_add && !present.is_empty() {
-                    let then = get(self, &mut work, (i + 1, next_c, present, used))?;
+                    let then = get(self, &mut work, (i + 1, next_c, present, used, NAMED))?;
                     self.rule(here, member(key, v, then));
                 }
             } else {
@@ -1845,15 +1860,18 @@ impl<'a> Generator<'a> {
                     self.rule(here, vec![]);
                 }
                 if can_add {
-                    let then = get(self, &mut work, (n, next_c, state.clone(), used))?;
-                    for &(key, v) in &extra_syms {
-                        self.rule(here, member(key, v, then));
+                    // Trailing additional members: after a named one.
+                    if phase == NAMED {
+                        let then = get(self, &mut work, (n, next_c, state.clone(), used, NAMED))?;
+                        for &(key, v) in &extra_syms {
+                            self.rule(here, member(key, v, then));
+                        }
                     }
                     for &(key, v, bit) in &loose_syms {
                         let with: presence::Assignments =
                             state.iter().copied().filter(|a| a & bit != 0).collect();
                         if used & bit == 0 && !with.is_empty() {
-                            let then = get(self, &mut work, (n, next_c, with, used | bit))?;
+                            let then = get(self, &mut work, (n, next_c, with, used | bit, NAMED))?;
                             self.rule(here, member(key, v, then));
                         }
                     }
