@@ -338,6 +338,49 @@ fn long_strings_are_exact_around_every_bound() {
     assert!(!ok(&json!("y".repeat(65536)).to_string()));
 }
 
+/// Declared order: additional members before the named ones or after them, counted,
+/// checked against `additionalProperties`, and with one parse per text (no conflict in
+/// the LR(1) automaton: an object of additional members only reads one way).
+#[test]
+fn additional_members_lead_or_trail_the_declared_ones() {
+    let s = json!({"properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {}},
+        "required": ["b"], "minProperties": 2, "additionalProperties": {"type": ["integer", "string"]}});
+    let ok = accepts(&s, &SchemaOptions::default());
+    for t in [
+        r#"{"$schema":"s","b":"x"}"#,
+        r#"{"b":"x","$schema":"s"}"#,
+        r#"{"q":1,"a":1,"b":"x","z":2}"#,
+        r#"{"q":1,"r":"t","b":"x","c":null}"#,
+        r#"{"b":"x","q":1,"r":2}"#,
+    ] {
+        assert!(ok(t), "{t}");
+    }
+    for t in [
+        r#"{"q":1,"r":2}"#,
+        r#"{"q":1}"#,
+        r#"{"b":"x"}"#,
+        r#"{"q":[1],"b":"x"}"#,
+        r#"{"b":"x","b":"y"}"#,
+        r#"{"q":1,"b":"x","b":"y"}"#,
+    ] {
+        assert!(!ok(t), "{t}");
+    }
+    for extra in [json!({}), json!({"additionalProperties": false})] {
+        let mut s = s.clone();
+        s.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let g = schema_to_grammar(&s, "s.json", &SchemaOptions::default())
+            .unwrap()
+            .grammar;
+        let dfas = crate::lexer::compile_lexer(&g).unwrap();
+        let lexed = crate::pipeline::LexedGrammar { grammar: g, dfas };
+        let parser =
+            crate::pipeline::compile_parser(&lexed, crate::lr::DEFAULT_MAX_STATES).unwrap();
+        assert!(parser.automaton.conflicts.is_empty(), "{s}");
+    }
+}
+
 #[test]
 fn short_length_bounds_are_exact_at_and_around_every_chunk() {
     // Bounds from one chunk up (chunked) and just below it (one terminal), with lengths
