@@ -5,7 +5,8 @@
 //!
 //! ```sh
 //! cargo run --release -p stackmask-benches --example maskbench -- \
-//!     [--tokenizer tiktoken:o200k_base] [--step N] [--dir PATH] [--check-reference]
+//!     [--tokenizer tiktoken:o200k_base] [--step N] [--dir PATH] [--check-reference] \
+//!     [--property-order declared|sorted|any|any-or-declared]
 //! ```
 //!
 //! - Compile is grammar text to a ready matcher: for stackmask the schema front end,
@@ -19,7 +20,8 @@
 //!   recorded (the first warms caches: llguidance's lazy lexer states, our mask cache),
 //!   over the schemas both engines compile; every mask including the last one (EOS).
 //!   These machines are shared and noisy: read the ratios.
-//! - `--step N` takes every Nth file (default 1: all 294).
+//! - `--step N` takes every Nth file (default 1: all 294); `--property-order` is
+//!   stackmask's (default declared; llguidance keeps declared order).
 //! - `--check-reference`: also compares, at every step of every valid instance, the
 //!   compiled mask with the reference path's (the Earley/trie walk embedded in the
 //!   artifact; milliseconds a mask on a 200k vocabulary) and stops at the first
@@ -30,7 +32,7 @@ use serde_json::Value;
 use stackmask_benches::peer::{LlgEnv, LlgPeer, PeerVocab};
 use stackmask_benches::percentiles::{histogram, ratio, row};
 use stackmask_compiler::budget::Deadline;
-use stackmask_compiler::frontend::json_schema::SchemaOptions;
+use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions};
 use stackmask_compiler::{pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
 use stackmask_runtime::{Engine, Matcher};
@@ -198,6 +200,13 @@ fn main() {
     let spec = arg("--tokenizer").unwrap_or_else(|| "tiktoken:o200k_base".into());
     let step: usize = arg("--step").map_or(1, |s| s.parse().expect("--step N"));
     let check_reference = args.iter().any(|a| a == "--check-reference");
+    let order = arg("--property-order").map_or(PropertyOrder::Declared, |o| {
+        PropertyOrder::from_name(&o).unwrap_or_else(|| panic!("--property-order {o}?"))
+    });
+    let schema_options = SchemaOptions {
+        order,
+        ..SchemaOptions::default()
+    };
     let mut compared = 0usize;
     let dir = arg("--dir").map(PathBuf::from).unwrap_or_else(|| {
         stackmask_benches::workload::workspace()
@@ -258,27 +267,25 @@ fn main() {
         let text = schema.to_string();
         let started = Instant::now();
         let deadline = Deadline::unlimited();
-        let engine =
-            pipeline::lex_schema_source_within(&text, &name, &SchemaOptions::default(), &deadline)
-                .ok()
-                .and_then(|(lexed, _warnings)| {
-                    let compiled =
-                        pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline)
-                            .ok()?;
-                    let built = pipeline::build_artifact_for_vocab(
-                        &compiled,
-                        &text,
-                        &name,
-                        prepared,
-                        &options,
-                        &deadline,
-                        &|_| {},
-                    )
-                    .ok()?;
-                    Engine::from_bytes(AlignedBytes::from_slice(&built.bytes))
-                        .ok()
-                        .map(Arc::new)
-                });
+        let engine = pipeline::lex_schema_source_within(&text, &name, &schema_options, &deadline)
+            .ok()
+            .and_then(|(lexed, _warnings)| {
+                let compiled =
+                    pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline).ok()?;
+                let built = pipeline::build_artifact_for_vocab(
+                    &compiled,
+                    &text,
+                    &name,
+                    prepared,
+                    &options,
+                    &deadline,
+                    &|_| {},
+                )
+                .ok()?;
+                Engine::from_bytes(AlignedBytes::from_slice(&built.bytes))
+                    .ok()
+                    .map(Arc::new)
+            });
         let ours_time = started.elapsed();
 
         // llguidance: the same schema, compact text form.
@@ -335,7 +342,7 @@ fn main() {
     }
 
     println!(
-        "MaskBench subset: {} files ({}), tokenizer {spec} prepared once (stackmask {:.2} s, llguidance {:.2} s)",
+        "MaskBench subset: {} files ({}), property order {order:?}, tokenizer {spec} prepared once (stackmask {:.2} s, llguidance {:.2} s)",
         files.len(),
         dir.display(),
         ours_setup.as_secs_f64(),
