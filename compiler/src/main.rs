@@ -570,11 +570,21 @@ fn compile_one(
         built.tokenizer.vocab.len(),
         built.trie.nodes.len()
     );
-    print_mask_stats(&stackmask_compiler::artifact::mask_stats(
-        &built.dwa_stats,
-        &built.parser_dwa,
-    ));
+    let stats = stackmask_compiler::artifact::mask_stats(&built.dwa_stats, &built.parser_dwa);
+    print_mask_stats(&stats);
+    warn_fallback(path, stats.fallback_boundaries);
     Ok(())
+}
+
+/// Boundaries left to the run-time token-trie walk cost milliseconds a mask on a large
+/// vocabulary, which lands in the tail latency: say so where it is decided.
+fn warn_fallback(path: &Path, boundaries: u32) {
+    if boundaries > 0 {
+        eprintln!(
+            "warning: {}: {boundaries} lexer boundaries left to the run-time token-trie walk (a mask there takes milliseconds on a large vocabulary); raise --boundary-dwa-states / --boundary-dwa-steps to compile them",
+            path.display()
+        );
+    }
 }
 
 /// Several grammars for one tokenizer, as a serving stack compiles schemas: the
@@ -633,7 +643,8 @@ fn compile_many(
     for (path, out) in paths.iter().zip(&outputs) {
         let started = Instant::now();
         match compile_for_vocab(path, args, prepared, options) {
-            Ok(bytes) => {
+            Ok((bytes, fallback)) => {
+                warn_fallback(path, fallback);
                 let elapsed = started.elapsed();
                 times.push(elapsed);
                 stackmask_formats::regular_file::write_atomically(out, &bytes)
@@ -688,7 +699,7 @@ fn compile_for_vocab(
     args: &SourceArgs,
     prepared: pipeline::VocabInputs<'_>,
     options: &pipeline::CompileOptions,
-) -> Result<Vec<u8>, Failure> {
+) -> Result<(Vec<u8>, u32), Failure> {
     let deadline = options.budget.start();
     let (lexed, source) = load_source(path, args, &deadline)?;
     let compiled = pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline)?;
@@ -701,7 +712,8 @@ fn compile_for_vocab(
         &deadline,
         &|_| {},
     )?;
-    Ok(built.bytes)
+    let stats = stackmask_compiler::artifact::mask_stats(&built.dwa_stats, &built.parser_dwa);
+    Ok((built.bytes, stats.fallback_boundaries))
 }
 
 /// One line on the compiled mask path (`compile` and `inspect`).

@@ -503,3 +503,48 @@ fn compile_many_refuses_clashing_names_and_a_file_for_a_directory() {
     assert_eq!(code, 2);
     assert!(stderr.contains("the output is a directory"), "{stderr}");
 }
+
+/// Boundaries left to the run-time token-trie walk (past the per-boundary budget) are
+/// a warning naming the count and the flags, from `compile` of one grammar and of many;
+/// with the default budget JSON has none and nothing is said.
+#[test]
+fn boundaries_left_to_the_trie_walk_are_a_warning() {
+    let dir = scratch("fallback");
+    let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars/json.lark");
+    let out = dir.join("json.smask");
+    let args = |extra: &[&'static str]| {
+        let mut a = vec!["compile", s(&json), "--tokenizer", "bytes", "-o", s(&out)];
+        a.extend_from_slice(extra);
+        a.iter().map(|x| x.to_string()).collect::<Vec<_>>()
+    };
+    let run_args = |a: Vec<String>| run(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let (code, stdout, stderr) = run_args(args(&[]));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!stderr.contains("left to the run-time"), "{stderr}");
+    let (code, stdout, stderr) = run_args(args(&["--boundary-dwa-states", "1"]));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("lexer boundaries left to the run-time token-trie walk")
+            && stderr.contains("--boundary-dwa-states"),
+        "{stderr}"
+    );
+    let many = dir.join("many");
+    let expr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars/expr.lark");
+    let (code, stdout, stderr) = run(&[
+        "compile",
+        s(&json),
+        s(&expr),
+        "--tokenizer",
+        "bytes",
+        "-o",
+        s(&many),
+        "--boundary-dwa-states",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("json.lark: ") && stderr.contains("left to the run-time"),
+        "{stderr}"
+    );
+    assert!(many.join("expr.smask").is_file() && many.join("json.smask").is_file());
+}
