@@ -76,9 +76,14 @@ def test_sglang_shape(small_tokenizer, expr_source):
     assert r.try_jump_forward() == b"key="
     assert r.jump_forward_bytes(b"key=")
     assert r.try_jump_forward() is None
-    j = backend.dispatch_json('{"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"]}')
-    # Forced up to the value; `,` (another member) or `}` may follow.
+    closed = '{"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"], "additionalProperties": false}'
+    j = backend.dispatch_json(closed)
+    # Forced up to the value; `}` follows (no other member is allowed).
     assert j.try_jump_forward() == b'{"a":1'
+    # With additional members allowed one may come first (`{"$schema": ...}`): only
+    # `{"` is forced.
+    j = backend.dispatch_json('{"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"]}')
+    assert j.try_jump_forward() == b'{"'
 
 
 
