@@ -465,17 +465,6 @@ mod tests {
     fn any_order_grammars_are_deterministic() {
         let s = json!({"properties": {"a": {"type": "integer"}, "b": {"const": {"x": 1, "y": 2}}},
             "required": ["a"], "dependentRequired": {"b": ["z"]}, "additionalProperties": {"type": "string"}});
-        let g = schema_to_grammar(&s, "s.json", &any(false))
-            .unwrap()
-            .grammar;
-        let dfas = crate::lexer::compile_lexer(&g).unwrap();
-        let lexed = crate::pipeline::LexedGrammar { grammar: g, dfas };
-        let parser =
-            crate::pipeline::compile_parser(&lexed, crate::lr::DEFAULT_MAX_STATES).unwrap();
-        assert!(
-            parser.automaton.conflicts.is_empty(),
-            "{:?}",
-            parser.automaton.conflicts
-        );
+        super::super::tests::assert_deterministic(&s, &any(false));
     }
 }

@@ -370,15 +370,22 @@ fn additional_members_lead_or_trail_the_declared_ones() {
         s.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
-        let g = schema_to_grammar(&s, "s.json", &SchemaOptions::default())
-            .unwrap()
-            .grammar;
-        let dfas = crate::lexer::compile_lexer(&g).unwrap();
-        let lexed = crate::pipeline::LexedGrammar { grammar: g, dfas };
-        let parser =
-            crate::pipeline::compile_parser(&lexed, crate::lr::DEFAULT_MAX_STATES).unwrap();
-        assert!(parser.automaton.conflicts.is_empty(), "{s}");
+        assert_deterministic(&s, &SchemaOptions::default());
     }
+}
+
+/// Asserts that the schema's grammar has an LR(1) automaton without conflicts: every
+/// text has one parse, and the runtime never forks.
+pub(super) fn assert_deterministic(schema: &Value, opts: &SchemaOptions) {
+    let g = schema_to_grammar(schema, "s.json", opts).unwrap().grammar;
+    let dfas = crate::lexer::compile_lexer(&g).unwrap();
+    let lexed = crate::pipeline::LexedGrammar { grammar: g, dfas };
+    let parser = crate::pipeline::compile_parser(&lexed, crate::lr::DEFAULT_MAX_STATES).unwrap();
+    assert!(
+        parser.automaton.conflicts.is_empty(),
+        "{schema}: {:?}",
+        parser.automaton.conflicts
+    );
 }
 
 #[test]
