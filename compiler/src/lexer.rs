@@ -178,10 +178,10 @@ impl TerminalCache {
     }
 
     fn put(key: (String, LexerLimits), reachable: usize, dfa: &ByteDfa) {
-        let bytes = dfa.trans.len() * 4 + dfa.flags.len() + key.0.len();
         if reachable < Self::MIN_STATES {
             return;
         }
+        let bytes = dfa.trans.len() * 4 + dfa.flags.len() + key.0.len();
         let mut shared = Self::shared();
         let cache = shared.get_or_insert_with(|| TerminalCache {
             dfas: HashMap::new(),

@@ -712,8 +712,7 @@ fn compile_for_vocab(
         &deadline,
         &|_| {},
     )?;
-    let stats = stackmask_compiler::artifact::mask_stats(&built.dwa_stats, &built.parser_dwa);
-    Ok((built.bytes, stats.fallback_boundaries))
+    Ok((built.bytes, built.dwa_stats.fallback_boundaries as u32))
 }
 
 /// One line on the compiled mask path (`compile` and `inspect`).

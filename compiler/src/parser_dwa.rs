@@ -262,6 +262,13 @@ impl DenseClasses {
     const MAX_CLASSES: usize = 512;
 }
 
+/// Sets the bits of `ids` in the mask words `dense`.
+fn set_bits(dense: &mut [u32], ids: impl IntoIterator<Item = u32>) {
+    for t in ids {
+        dense[t as usize / 32] |= 1 << (t % 32);
+    }
+}
+
 /// Builds the Parser DWA of a grammar for a vocabulary of `vocab_len` ids, telling
 /// `progress(done, total)` each time a lexer boundary is built. Every worker polls
 /// `deadline` (per trie node walked, automaton state and stack state read), so all of
@@ -777,17 +784,14 @@ impl Builder<'_> {
         let mut dense = vec![0u32; vocab_len.div_ceil(32)];
         for class in set.iter() {
             let tokens = &self.tdwa.class_tokens[class as usize];
-            if let Some(words) = self.dense_class(tokens, dense.len()) {
-                for (d, w) in dense.iter_mut().zip(words.iter()) {
-                    *d |= w;
+            match self.dense_class(tokens, dense.len()) {
+                Some(words) => {
+                    for (d, w) in dense.iter_mut().zip(words.iter()) {
+                        *d |= w;
+                    }
+                    set_bits(&mut dense, tokens.eos.then_some(self.eos));
                 }
-                if tokens.eos {
-                    dense[self.eos as usize / 32] |= 1 << (self.eos % 32);
-                }
-                continue;
-            }
-            for t in tokens.ids(self.token_ids, self.eos) {
-                dense[t as usize / 32] |= 1 << (t % 32);
+                None => set_bits(&mut dense, tokens.ids(self.token_ids, self.eos)),
             }
         }
         self.chunks
@@ -805,19 +809,22 @@ impl Builder<'_> {
             return None;
         }
         let lock = || self.dense_classes.lock().expect("no builder panicked");
-        if let Some(w) = lock().words.get(&tokens.ranges[..]) {
-            return Some(w.clone());
-        }
-        if lock().words.len() >= DenseClasses::MAX_CLASSES {
-            return None;
+        {
+            let cache = lock();
+            if let Some(w) = cache.words.get(&tokens.ranges[..]) {
+                return Some(w.clone());
+            }
+            if cache.words.len() >= DenseClasses::MAX_CLASSES {
+                return None;
+            }
         }
         // The ranges only: end of sequence is the caller's to add (it is not in the key).
         let mut dense = vec![0u32; words];
-        for &(a, b) in &tokens.ranges {
-            for &t in &self.token_ids[a as usize..b as usize] {
-                dense[t as usize / 32] |= 1 << (t % 32);
-            }
-        }
+        let ranges = tokens.ranges.iter();
+        set_bits(
+            &mut dense,
+            ranges.flat_map(|&(a, b)| self.token_ids[a as usize..b as usize].iter().copied()),
+        );
         let dense: MaskWords = dense.into();
         lock()
             .words

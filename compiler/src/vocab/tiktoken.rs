@@ -275,17 +275,13 @@ mod tests {
     }
 
     /// Random text over the characters each pattern alternative cares about.
-    fn random_text(seed: &mut u64, max_len: usize) -> String {
+    fn random_text(rng: &mut crate::test_rng::XorShift, max_len: usize) -> String {
         const CHARS: &[&str] = &[
             " ", " ", " ", "\n", "\r", "\t", "\u{a0}", "\u{3000}", "a", "Z", "é", "É", "\u{301}",
             "ǅ", "ʰ", "日", "7", "٣", "'", "s", "t", "re", "LL", "d", "/", "{", "\"", "!?", "🦙",
             "\u{200d}", "_", "-", ".",
         ];
-        let mut next = || {
-            let mut rng = crate::test_rng::XorShift(*seed);
-            *seed = rng.next();
-            *seed
-        };
+        let mut next = || rng.next();
         let len = (next() % max_len as u64) as usize;
         (0..len)
             .map(|_| CHARS[(next() % CHARS.len() as u64) as usize])
@@ -306,9 +302,9 @@ mod tests {
                     "{name}: {text:?}"
                 );
             };
-            let mut seed = 0x9e37_79b9_7f4a_7c15;
+            let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
             for _ in 0..3000 {
-                check(&random_text(&mut seed, 40));
+                check(&random_text(&mut rng, 40));
             }
             for n in 1..300 {
                 for ws in [" ", "\n", "\t", " \n", "\u{3000}"] {
