@@ -222,7 +222,7 @@ fn main() {
 
     let started = Instant::now();
     let tokenizer = vocab::load_tokenizer(&spec).expect("tokenizer");
-    let trie = vocab::build_trie(&tokenizer.vocab);
+    let trie = pipeline::PreparedTrie::new(vocab::build_trie(&tokenizer.vocab));
     let ours_setup = started.elapsed();
     let started = Instant::now();
     let env = LlgEnv::new(&PeerVocab::from_vocabulary(&tokenizer.vocab)).expect("llguidance");

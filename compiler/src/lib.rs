@@ -5,7 +5,8 @@
 //! [`lexer`] (terminal regexes → byte DFAs, minimized by [`dfa_minimize`]), [`lr`] (canonical LR(1) tables),
 //! [`lexer_configs`] (interned lexer configurations), [`vocab`] (tokenizers →
 //! vocabulary and token trie), then the compiled mask path: [`terminal_dwa`] (per
-//! lexer boundary, the terminal sequences each token realises, as token classes),
+//! lexer boundary, the terminal sequences each token realises, as token classes;
+//! [`lexeme_bodies`] keeps the part inside one lexeme per vocabulary),
 //! [`template`] (what a terminal does to a stack top), [`parser_dwa`] (their
 //! composition into the automaton `get_mask` runs over the stack) and [`minimize`]
 //! (equivalent automaton states merged across boundaries); [`artifact`]
@@ -20,6 +21,7 @@ pub mod artifact;
 pub mod budget;
 pub mod dfa_minimize;
 pub mod frontend;
+pub mod lexeme_bodies;
 pub mod lexer;
 pub mod lexer_configs;
 pub mod lr;

@@ -627,7 +627,7 @@ fn compile_many(
     std::fs::create_dir_all(dir).map_err(|e| format!("output {}: {e}", dir.display()))?;
     let started = Instant::now();
     let tokenizer = vocab::load_tokenizer(spec)?;
-    let trie = vocab::build_trie(&tokenizer.vocab);
+    let trie = pipeline::PreparedTrie::new(vocab::build_trie(&tokenizer.vocab));
     out!(
         "tokenizer {spec}: {} tokens, prepared once in {:.2} s",
         tokenizer.vocab.len(),

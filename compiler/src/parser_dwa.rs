@@ -32,13 +32,14 @@
 //! and reads end of input), so the runtime needs no reduce chain for it either.
 
 use crate::budget::{BudgetError, Deadline, Stage};
+use crate::lexeme_bodies::PreparedTrie;
 use crate::template::{self, Effect, ReductionChainError};
 use crate::terminal_dwa::{
     Boundary, ClassSet, ClassTokens, FinalCheck, Lexing, TerminalDwa, TerminalDwaError, NONE,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use stackmask_formats::{ParserDwa, TablesRef, TrieRef};
+use stackmask_formats::{ParserDwa, TablesRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -276,7 +277,7 @@ fn set_bits(dense: &mut [u32], ids: impl IntoIterator<Item = u32>) {
 #[allow(clippy::too_many_arguments)]
 pub fn build_parser_dwa(
     tables: TablesRef<'_>,
-    trie: TrieRef<'_>,
+    trie: &PreparedTrie,
     vocab_len: usize,
     eos: u32,
     limits: ParserDwaLimits,
@@ -285,7 +286,7 @@ pub fn build_parser_dwa(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(ParserDwa, ParserDwaStats), ParserDwaError> {
     deadline.check(Stage::TerminalDwa)?;
-    let lexing = Lexing::new(tables);
+    let lexing = Lexing::new(tables, trie);
     let boundaries = lexing.boundaries();
     let lr = tables.lr;
     // Per nonterminal, the states with a goto on it, in increasing order (from the
@@ -309,7 +310,6 @@ pub fn build_parser_dwa(
             let tdwa = lexing
                 .build(
                     b,
-                    trie,
                     limits.max_terminal_states,
                     &mut deadline.poll(Stage::TerminalDwa),
                 )
@@ -335,7 +335,7 @@ pub fn build_parser_dwa(
                 chunks: &chunk_store,
                 dense_classes: &dense_classes,
                 template_reductions: limits.template_reductions,
-                token_ids: trie.token_ids,
+                token_ids: &trie.trie().token_ids,
                 eos,
             };
             let r = builder.build(vocab_len, &counter, &limits, deadline, &|| describe(b));

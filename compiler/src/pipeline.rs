@@ -4,6 +4,7 @@
 //! is always normalized, lexed and paired with a vocabulary the same way.
 
 use crate::budget::{BudgetError, CompileBudget, Deadline, Stage};
+pub use crate::lexeme_bodies::PreparedTrie;
 use crate::{frontend, lexer, vocab};
 use stackmask_formats::{ByteDfa, Grammar};
 use stackmask_runtime::reference::{ReferenceEngine, ReferenceError};
@@ -385,7 +386,7 @@ pub fn build_artifact_from_lexed(
     progress("tokenizer");
     let tokenizer = vocab::load_tokenizer(spec).map_err(PipelineError::from)?;
     progress("token trie");
-    let trie = vocab::build_trie(&tokenizer.vocab);
+    let trie = PreparedTrie::new(vocab::build_trie(&tokenizer.vocab));
     let for_vocab = build_artifact_for_vocab(
         &compiled,
         source,
@@ -403,7 +404,7 @@ pub fn build_artifact_from_lexed(
         lexed,
         compiled,
         tokenizer,
-        trie,
+        trie: trie.into_trie(),
         parser_dwa: for_vocab.parser_dwa,
         dwa_stats: for_vocab.dwa_stats,
         bytes: for_vocab.bytes,
@@ -419,8 +420,9 @@ pub struct VocabInputs<'a> {
     pub spec: &'a str,
     /// The vocabulary masks are defined over.
     pub vocab: &'a stackmask_formats::Vocabulary,
-    /// Its token trie.
-    pub trie: &'a stackmask_formats::TokenTrie,
+    /// Its token trie, with the lexeme bodies walked over it so far (shared by the
+    /// grammars compiled for it: make it once per vocabulary).
+    pub trie: &'a PreparedTrie,
 }
 
 /// What [`build_artifact_for_vocab`] produced.
@@ -465,7 +467,7 @@ pub fn build_artifact_for_vocab(
         grammar_name,
         tokenizer: vocab.spec,
         vocab: vocab.vocab,
-        trie: vocab.trie,
+        trie: vocab.trie.trie(),
         parser_dwa: &parser_dwa,
         dwa_stats,
     };
@@ -479,7 +481,8 @@ pub fn build_artifact_for_vocab(
 
 /// The compiled mask path of a grammar for a vocabulary: Terminal DWAs per lexer
 /// boundary, templates, and their composition into the Parser DWA. The budget's clock
-/// starts here.
+/// starts here. (Compiling many grammars for one vocabulary, use
+/// [`compile_mask_within`] with one [`PreparedTrie`].)
 pub fn compile_mask(
     compiled: &CompiledParser,
     vocab: &stackmask_formats::Vocabulary,
@@ -493,15 +496,16 @@ pub fn compile_mask(
     CompileError,
 > {
     let deadline = options.budget.start();
-    compile_mask_within(compiled, vocab, trie, options, &deadline, &|_, _| {})
+    let trie = PreparedTrie::new(trie.clone());
+    compile_mask_within(compiled, vocab, &trie, options, &deadline, &|_, _| {})
 }
 
-/// [`compile_mask`] on a clock already started, telling `progress(done, total)` as
-/// lexer boundaries are built (from the worker threads).
+/// [`compile_mask`] on a clock already started, over a prepared trie, telling
+/// `progress(done, total)` as lexer boundaries are built (from the worker threads).
 pub fn compile_mask_within(
     compiled: &CompiledParser,
     vocab: &stackmask_formats::Vocabulary,
-    trie: &stackmask_formats::TokenTrie,
+    trie: &PreparedTrie,
     options: &CompileOptions,
     deadline: &Deadline,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -539,7 +543,7 @@ pub fn compile_mask_within(
     };
     Ok(crate::parser_dwa::build_parser_dwa(
         tables,
-        trie.view(),
+        trie,
         vocab.len(),
         vocab.eos,
         options.dwa,

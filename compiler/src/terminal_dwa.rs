@@ -19,6 +19,7 @@
 //! word ends the lexeme in progress and then reads end of input.
 
 use crate::budget::{BudgetError, Poll};
+use crate::lexeme_bodies::{BodyTable, Interned, PreparedTrie};
 use stackmask_formats::{TablesRef, TrieRef};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -151,6 +152,20 @@ pub struct ClassTokens {
 }
 
 impl ClassTokens {
+    /// Sorts the ranges and joins those that meet: walks from exits and memoized
+    /// subtrees add them out of order, and equal classes must have equal ranges.
+    fn normalize(&mut self) {
+        self.ranges.sort_unstable();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(self.ranges.len());
+        for &r in &self.ranges {
+            match out.last_mut() {
+                Some(last) if last.1 == r.0 => last.1 = r.1,
+                _ => out.push(r),
+            }
+        }
+        self.ranges = out;
+    }
+
     /// Adds the positions `range`, joining it to the last range where they meet.
     fn add(&mut self, range: (u32, u32)) {
         match self.ranges.last_mut() {
@@ -223,11 +238,22 @@ pub struct Lexing<'a> {
     ignore_start: Vec<Vec<u32>>,
     /// Subtree walks shared by the boundaries (see [`Lexing::build`]).
     memo: Mutex<SubtreeMemo>,
+    /// The token trie, with the lexeme bodies shared by every grammar.
+    trie: &'a PreparedTrie,
+    /// Per merged-DFA state: its lexeme's body in canonical form, once asked.
+    bodies: Mutex<HashMap<u32, Option<Arc<Body>>>>,
+}
+
+/// A lexeme state's body: its interned [`BodyTable`] and, per canonical state, the
+/// merged-DFA state it stands for.
+struct Body {
+    table: Interned,
+    states: Vec<u32>,
 }
 
 impl<'a> Lexing<'a> {
-    /// Prepares the per-byte start states.
-    pub fn new(tables: TablesRef<'a>) -> Self {
+    /// Prepares the per-byte start states; Terminal DWAs are built over `trie`.
+    pub fn new(tables: TablesRef<'a>, trie: &'a PreparedTrie) -> Self {
         let terminals = tables.dfa_start.len() as u32;
         let used: Vec<u32> = (0..terminals)
             .filter(|&t| (0..tables.lr.num_states).any(|s| tables.expects(s, t)))
@@ -272,6 +298,8 @@ impl<'a> Lexing<'a> {
             fresh_start: (0..=255u8).map(|b| starts(&used, b)).collect(),
             ignore_start: (0..=255u8).map(|b| starts(tables.ignore, b)).collect(),
             memo: Mutex::default(),
+            trie,
+            bodies: Mutex::default(),
         }
     }
 
@@ -326,11 +354,11 @@ impl<'a> Lexing<'a> {
     pub fn build(
         &self,
         boundary: Boundary,
-        trie: TrieRef<'_>,
         max_states: usize,
         poll: &mut Poll<'_>,
     ) -> Result<TerminalDwa, TerminalDwaError> {
         poll.check()?;
+        let trie = self.trie.trie().view();
         let t = &self.tables;
         let eof = t.lr.eof();
         let mut words = WordDag::new();
@@ -422,11 +450,15 @@ impl<'a> Lexing<'a> {
         for f in &mut finals {
             f.sort_unstable_by_key(|(c, _)| *c);
         }
+        let mut class_tokens = classes.tokens;
+        for tokens in &mut class_tokens {
+            tokens.normalize();
+        }
         Ok(TerminalDwa {
             boundary,
             succ,
             finals,
-            class_tokens: classes.tokens,
+            class_tokens,
             classes_below,
         })
     }
@@ -460,7 +492,14 @@ impl<'a> Lexing<'a> {
                 if words.len() > max_states {
                     return Err(TerminalDwaLimitError { limit: max_states }.into());
                 }
-                if next.iter().all(|th| th.word == 0) {
+                let body = match next.as_slice() {
+                    [th] if matches!(th.kind, Kind::Group | Kind::Fresh) => self.body(th.state),
+                    _ => None,
+                };
+                if let Some(body) = body {
+                    let th = next[0];
+                    self.walk_body(c, th, &body, words, classes, max_states, poll)?;
+                } else if next.iter().all(|th| th.word == 0) {
                     let sub = self.subtree(c, &next, trie, max_states, poll)?;
                     sub.replay(words, classes);
                     if words.len() > max_states {
@@ -471,6 +510,86 @@ impl<'a> Lexing<'a> {
                 }
             }
             c = trie.subtree_end(c);
+        }
+        Ok(())
+    }
+
+    /// The body of merged-DFA state `state`'s lexeme, if it is small enough to put in
+    /// canonical form (see [`crate::lexeme_bodies`]).
+    fn body(&self, state: u32) -> Option<Arc<Body>> {
+        if let Some(body) = self.bodies.lock().expect("no walk panicked").get(&state) {
+            return body.clone();
+        }
+        let t = &self.tables;
+        let term = t.dfa_term[state as usize];
+        // The byte step of [`Lexing::step`] for a thread that stays in its lexeme.
+        let step = |s: u32, b: u8| {
+            if t.may_end(term, s, Some(b)) {
+                BodyTable::END
+            } else {
+                let next = t.dfa_next(s, b);
+                if t.dfa_live(next) {
+                    next
+                } else {
+                    BodyTable::DEAD
+                }
+            }
+        };
+        let body = BodyTable::canonical(state, step).map(|(table, states)| {
+            Arc::new(Body {
+                table: self.trie.intern(table),
+                states,
+            })
+        });
+        self.bodies
+            .lock()
+            .expect("no walk panicked")
+            .insert(state, body.clone());
+        body
+    }
+
+    /// Walks the subtree of trie node `root` for one thread `th` (after the node's
+    /// byte) of a grammar lexeme with body `body`: the part inside the lexeme from the
+    /// vocabulary's shared walks, then on from every exit as [`Lexing::walk`] does.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_body(
+        &self,
+        root: usize,
+        th: Thread,
+        body: &Body,
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+    ) -> Result<(), TerminalDwaError> {
+        let walk = self.trie.walk(root, &body.table);
+        let check = match th.kind {
+            Kind::Fresh => FinalCheck::Expect(self.tables.dfa_term[th.state as usize]),
+            _ => FinalCheck::Always,
+        };
+        for &range in &walk.tokens {
+            classes.add(&[(th.word, check)], range);
+        }
+        let trie = self.trie.trie().view();
+        let mut next = Vec::new();
+        for &(node, before) in &walk.exits {
+            poll.tick()?;
+            next.clear();
+            let state = body.states[before as usize];
+            self.step(
+                Thread { state, ..th },
+                trie.nodes[node as usize].byte,
+                words,
+                &mut next,
+            );
+            if next.is_empty() {
+                continue;
+            }
+            words.merge(&mut next);
+            if words.len() > max_states {
+                return Err(TerminalDwaLimitError { limit: max_states }.into());
+            }
+            self.walk(node as usize, &next, trie, words, classes, max_states, poll)?;
         }
         Ok(())
     }

@@ -13,22 +13,23 @@ use pyo3::types::PyDict;
 use stackmask_compiler::artifact::write_atomically;
 use stackmask_compiler::budget::{CancelFlag, Deadline};
 use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
+use stackmask_compiler::pipeline::PreparedTrie;
 use stackmask_compiler::pipeline::{
     build_artifact_for_vocab, compile_parser_within, lex_grammar_source_within,
     lex_schema_source_within, CompileOptions, LexedGrammar, VocabInputs,
 };
 use stackmask_compiler::vocab::build_trie;
 use stackmask_formats::artifact::AlignedBytes;
-use stackmask_formats::TokenTrie;
 use stackmask_runtime::Engine;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Compiles grammars for one tokenizer; the vocabulary's token trie is built once.
+/// Compiles grammars for one tokenizer; the vocabulary's token trie is built once, and
+/// the lexeme bodies walked over it are shared by the grammars it compiles.
 #[pyclass(module = "stackmask", frozen)]
 pub struct Compiler {
     vocab: Arc<LoadedVocab>,
-    trie: Arc<TokenTrie>,
+    trie: Arc<PreparedTrie>,
 }
 
 /// A compiled grammar for one vocabulary; matchers share it (it is immutable).
@@ -255,7 +256,7 @@ impl Compiler {
         let trie = py.detach(|| build_trie(&vocab.vocab));
         Compiler {
             vocab,
-            trie: Arc::new(trie),
+            trie: Arc::new(PreparedTrie::new(trie)),
         }
     }
 

@@ -287,7 +287,7 @@ fn a_zero_time_limit_ends_in_the_named_error_at_the_first_check() {
     ));
     let compiled = pipeline::compile_parser(&json, 100_000).unwrap();
     let tok = stackmask_compiler::vocab::load_tokenizer("bytes").unwrap();
-    let trie = stackmask_compiler::vocab::build_trie(&tok.vocab);
+    let trie = pipeline::PreparedTrie::new(stackmask_compiler::vocab::build_trie(&tok.vocab));
     let mask =
         pipeline::compile_mask_within(&compiled, &tok.vocab, &trie, &options, &spent, &|_, _| {});
     assert!(matches!(
@@ -361,7 +361,7 @@ fn a_cancel_during_the_parser_dwa_stops_its_workers() {
     let json = lexed("json.lark");
     let compiled = pipeline::compile_parser(&json, 100_000).unwrap();
     let tok = stackmask_compiler::vocab::load_tokenizer("tiktoken:cl100k_base").unwrap();
-    let trie = stackmask_compiler::vocab::build_trie(&tok.vocab);
+    let trie = pipeline::PreparedTrie::new(stackmask_compiler::vocab::build_trie(&tok.vocab));
     let total = std::sync::atomic::AtomicUsize::new(0);
     let deadline = options.budget.start();
     let result = pipeline::compile_mask_within(

@@ -194,3 +194,53 @@ fn compiled_masks_match_the_reference_on_random_grammars() {
 fn sweep_compiled_masks_match_the_reference_on_many_random_grammars() {
     run(5_000, 25);
 }
+
+/// A prepared trie keeps the lexeme bodies one grammar walked for the next (as `stackmask
+/// compile` of many schemas and Python's `Compiler` do): what is kept is only a
+/// shortcut, so every grammar of a run over one shared trie gets the very Parser DWA it
+/// gets on a trie of its own — and the run does reuse walks.
+#[test]
+fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
+    use stackmask_compiler::budget::Deadline;
+    use stackmask_compiler::pipeline::PreparedTrie;
+    let mut rng = Rng(0xb0d1_e5b0_d1e5);
+    let vocab = random_vocab(&mut rng);
+    let shared = PreparedTrie::new(stackmask_compiler::vocab::build_trie(&vocab));
+    let options = CompileOptions::default();
+    let (mut compared, mut walks_before) = (0usize, Vec::new());
+    for case in 0..120 {
+        let g = random_grammar(&mut rng);
+        let lexed = common::lexed(&g);
+        let compiled = pipeline::compile_parser(&lexed, 100_000).unwrap_or_else(|e| panic!("{e}"));
+        let own = pipeline::compile_mask(&compiled, &vocab, shared.trie(), &options);
+        walks_before.push(shared.kept().1);
+        let on_shared = pipeline::compile_mask_within(
+            &compiled,
+            &vocab,
+            &shared,
+            &options,
+            &Deadline::unlimited(),
+            &|_, _| {},
+        );
+        match (own, on_shared) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.0, b.0, "case {case}: Parser DWAs differ\n{g:#?}");
+                compared += 1;
+            }
+            // Which boundary's error comes first depends on the worker threads.
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!(
+                "case {case}: {:?} on its own, {:?} shared",
+                a.err(),
+                b.err()
+            ),
+        }
+    }
+    let (tables, walks) = shared.kept();
+    eprintln!("{compared} grammars compared; {tables} body tables and {walks} walks kept");
+    assert!(compared > 90, "{compared}");
+    // Walks were reused: later grammars added fewer than they would have alone.
+    assert!(tables > 3 && walks > 10, "{tables} tables, {walks} walks");
+    let late_growth = walks - walks_before[60];
+    assert!(late_growth < walks_before[60], "{walks_before:?}");
+}

@@ -1,0 +1,372 @@
+//! Lexeme bodies: the part of a Terminal DWA walk that stays inside one lexeme, walked
+//! once per vocabulary and shared by every grammar compiled for it.
+//!
+//! Building a Terminal DWA walks the token trie from a lexer boundary (stage
+//! `terminal_dwa`). Inside a wide lexeme — a JSON string, a name, a comment — nearly
+//! every token stays inside it, so the walk visits most of the trie's 400k nodes, at
+//! every such boundary of every grammar: the bulk of a small JSON Schema's compile.
+//! Yet while one lexeme is in progress and does not end, what the walk sees depends
+//! only on that lexeme's automaton from its current state, not on the grammar: JSON
+//! Schemas repeat the same string automaton in schema after schema, under different
+//! terminal numbers and state numbers.
+//!
+//! So the automaton reachable from a state is put in a canonical form ([`BodyTable`]:
+//! states numbered breadth-first, per byte "the lexeme ends here", "it dies" or "it
+//! goes on to state n"), interned, and the walk of a trie subtree under it is kept
+//! ([`BodyWalk`]): the tokens that end inside the lexeme, and the *exits*, the trie
+//! nodes whose byte ends it. A grammar's walk takes the tokens as they are and goes on
+//! from the exits only, where its own terminals start.
+
+use stackmask_formats::{TokenTrie, TrieRef};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The automaton of one lexeme from one state, in canonical form: state 0 is the start,
+/// states are numbered in breadth-first order over the bytes, and row `s` (256 entries)
+/// says per byte [`BodyTable::END`], [`BodyTable::DEAD`] or the next state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BodyTable(pub Box<[u32]>);
+
+impl BodyTable {
+    /// The byte ends the lexeme (it may end before the byte, and greedy lexing ends it).
+    pub const END: u32 = u32::MAX;
+    /// The lexeme cannot go on with the byte, nor end before it.
+    pub const DEAD: u32 = u32::MAX - 1;
+    /// Largest automaton put in canonical form: bodies are the wide, simple lexemes;
+    /// a many-state automaton (a `date-time`) is cheaper to walk than to compare.
+    pub const MAX_STATES: usize = 64;
+
+    /// The canonical form of the automaton reachable from `start`, where `step(s, b)`
+    /// is [`BodyTable::END`], [`BodyTable::DEAD`] or the next state (any numbering),
+    /// with the original state of each canonical one; `None` past
+    /// [`BodyTable::MAX_STATES`].
+    pub fn canonical(start: u32, step: impl Fn(u32, u8) -> u32) -> Option<(BodyTable, Vec<u32>)> {
+        let mut states = vec![start];
+        let mut index: HashMap<u32, u32> = HashMap::from([(start, 0)]);
+        let mut table = Vec::new();
+        let mut i = 0;
+        while i < states.len() {
+            let s = states[i];
+            for b in 0..=255u8 {
+                let code = match step(s, b) {
+                    code @ (Self::END | Self::DEAD) => code,
+                    next => *index.entry(next).or_insert_with(|| {
+                        states.push(next);
+                        states.len() as u32 - 1
+                    }),
+                };
+                table.push(code);
+            }
+            if states.len() > Self::MAX_STATES {
+                return None;
+            }
+            i += 1;
+        }
+        Some((BodyTable(table.into_boxed_slice()), states))
+    }
+
+    fn step(&self, s: u32, b: u8) -> u32 {
+        self.0[s as usize * 256 + b as usize]
+    }
+}
+
+/// The walk of one trie subtree inside one lexeme: its root node's byte has been read
+/// and the lexeme is in the table's start state there.
+#[derive(Debug, Default)]
+pub struct BodyWalk {
+    /// The tokens that end inside the lexeme, as ascending, non-adjacent ranges of
+    /// positions in the trie's `token_ids`.
+    pub tokens: Vec<(u32, u32)>,
+    /// The trie nodes whose byte ends the lexeme, in trie order, each with the
+    /// canonical state the lexeme was in before that byte. Their subtrees are not
+    /// walked: what follows depends on the grammar.
+    pub exits: Vec<(u32, u32)>,
+}
+
+impl BodyWalk {
+    /// Walks the subtree of trie node `root` under `table`.
+    fn new(trie: TrieRef<'_>, root: usize, table: &BodyTable) -> Self {
+        let mut walk = BodyWalk::default();
+        let base = trie.nodes[root].depth as usize;
+        // states[d]: the canonical state d bytes below the root.
+        let mut states: Vec<u32> = vec![0];
+        walk.add_tokens(trie, root);
+        let end = trie.subtree_end(root);
+        let mut i = root + 1;
+        while i < end {
+            let node = &trie.nodes[i];
+            let d = node.depth as usize - base;
+            let before = states[d - 1];
+            match table.step(before, node.byte) {
+                BodyTable::END => {
+                    walk.exits.push((i as u32, before));
+                    i = trie.subtree_end(i);
+                }
+                BodyTable::DEAD => i = trie.subtree_end(i),
+                next => {
+                    states.truncate(d);
+                    states.push(next);
+                    walk.add_tokens(trie, i);
+                    i += 1;
+                }
+            }
+        }
+        walk
+    }
+
+    fn add_tokens(&mut self, trie: TrieRef<'_>, node: usize) {
+        let n = &trie.nodes[node];
+        if n.num_tokens == 0 {
+            return;
+        }
+        let range = (n.first_token, n.first_token + n.num_tokens);
+        match self.tokens.last_mut() {
+            Some(last) if last.1 == range.0 => last.1 = range.1,
+            _ => self.tokens.push(range),
+        }
+    }
+
+    /// Its size in bytes, for the store's budget.
+    fn bytes(&self) -> usize {
+        8 * (self.tokens.len() + self.exits.len()) + 64
+    }
+}
+
+/// A token trie with the lexeme bodies walked over it so far: what every grammar
+/// compiled for one vocabulary shares. The walks are pure functions of the trie and a
+/// [`BodyTable`], so a grammar's Terminal DWAs do not depend on what is kept.
+pub struct PreparedTrie {
+    trie: TokenTrie,
+    store: Mutex<Store>,
+}
+
+/// A body table as [`PreparedTrie::intern`] returns it.
+#[derive(Clone, Debug)]
+pub struct Interned {
+    /// Its id in the store, if it was kept.
+    id: Option<u32>,
+    /// The table.
+    table: Arc<BodyTable>,
+}
+
+/// Interned body tables and the walks kept.
+#[derive(Default)]
+struct Store {
+    ids: HashMap<BodyTable, u32>,
+    tables: Vec<Arc<BodyTable>>,
+    walks: HashMap<(u32, u32), Arc<BodyWalk>>,
+    bytes: usize,
+}
+
+impl PreparedTrie {
+    /// Bytes of tables and walks kept per vocabulary (a JSON string body over a 200k
+    /// vocabulary is about 0.3 MB); past it, walks are made and dropped.
+    pub const MAX_BYTES: usize = 256 << 20;
+
+    /// Prepares `trie` (nothing is walked yet).
+    pub fn new(trie: TokenTrie) -> Self {
+        PreparedTrie {
+            trie,
+            store: Mutex::default(),
+        }
+    }
+
+    /// The trie.
+    pub fn trie(&self) -> &TokenTrie {
+        &self.trie
+    }
+
+    /// The trie, the walks dropped.
+    pub fn into_trie(self) -> TokenTrie {
+        self.trie
+    }
+
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        // Every update is one insert, so a poisoned lock still guards a consistent store.
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `table`, interned: with its id, or without one once the store is full (its
+    /// walks are then made and dropped).
+    pub fn intern(&self, table: BodyTable) -> Interned {
+        let mut store = self.store();
+        if let Some(&id) = store.ids.get(&table) {
+            return Interned {
+                id: Some(id),
+                table: store.tables[id as usize].clone(),
+            };
+        }
+        let table = Arc::new(table);
+        let bytes = 8 * table.0.len();
+        if store.bytes + bytes > Self::MAX_BYTES {
+            return Interned { id: None, table };
+        }
+        store.bytes += bytes;
+        let id = store.tables.len() as u32;
+        store.tables.push(table.clone());
+        store.ids.insert((*table).clone(), id);
+        Interned {
+            id: Some(id),
+            table,
+        }
+    }
+
+    /// The walk of trie node `root`'s subtree under `body`: kept, or made now (and
+    /// kept while the store has room).
+    pub fn walk(&self, root: usize, body: &Interned) -> Arc<BodyWalk> {
+        if let Some(id) = body.id {
+            if let Some(w) = self.store().walks.get(&(root as u32, id)) {
+                return w.clone();
+            }
+        }
+        let walk = Arc::new(BodyWalk::new(self.trie.view(), root, &body.table));
+        if let Some(id) = body.id {
+            let mut store = self.store();
+            if store.bytes + walk.bytes() <= Self::MAX_BYTES {
+                store.bytes += walk.bytes();
+                store.walks.insert((root as u32, id), walk.clone());
+            }
+        }
+        walk
+    }
+
+    /// How many body tables and walks are kept (for tests and diagnostics).
+    pub fn kept(&self) -> (usize, usize) {
+        let store = self.store();
+        (store.tables.len(), store.walks.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::XorShift;
+    use stackmask_formats::{TokenKind, Vocabulary};
+
+    /// A random automaton over bytes `a`..`d` with `n` states (numbered from 100 up, so
+    /// that canonical numbers differ from the originals): per state and byte END, DEAD
+    /// or a state; any other byte is DEAD.
+    fn random_automaton(rng: &mut XorShift, n: u32) -> Vec<[u32; 4]> {
+        (0..n)
+            .map(|_| {
+                std::array::from_fn(|_| match rng.below(5) {
+                    0 => BodyTable::END,
+                    1 => BodyTable::DEAD,
+                    _ => 100 + rng.below(n as u64) as u32,
+                })
+            })
+            .collect()
+    }
+
+    fn step_of(a: &[[u32; 4]]) -> impl Fn(u32, u8) -> u32 + '_ {
+        |s, b| match b {
+            b'a'..=b'd' => a[(s - 100) as usize][(b - b'a') as usize],
+            _ => BodyTable::DEAD,
+        }
+    }
+
+    #[test]
+    fn renumbered_automata_have_one_canonical_form() {
+        let mut rng = XorShift(0x0b0d_1e5a);
+        for _ in 0..200 {
+            let n = 1 + rng.below(8) as u32;
+            let a = random_automaton(&mut rng, n);
+            // The same automaton with its states permuted (a rotation).
+            let shift = rng.below(n as u64) as u32;
+            let to_b = |s: u32| 100 + (s - 100 + shift) % n;
+            let mut b = a.clone();
+            for (s, row) in a.iter().enumerate() {
+                b[(to_b(100 + s as u32) - 100) as usize] = row.map(|x| match x {
+                    BodyTable::END | BodyTable::DEAD => x,
+                    x => to_b(x),
+                });
+            }
+            let start = 100 + rng.below(n as u64) as u32;
+            let (ta, sa) = BodyTable::canonical(start, step_of(&a)).unwrap();
+            let (tb, sb) = BodyTable::canonical(to_b(start), step_of(&b)).unwrap();
+            assert_eq!(ta, tb);
+            // Each canonical state stands for corresponding original states.
+            assert_eq!(sa.iter().map(|&s| to_b(s)).collect::<Vec<_>>(), sb);
+            assert_eq!(sa[0], start);
+        }
+    }
+
+    #[test]
+    fn automata_past_the_limit_have_no_canonical_form() {
+        let chain = |len: u32| {
+            BodyTable::canonical(0, move |s, _| if s < len { s + 1 } else { BodyTable::DEAD })
+        };
+        assert!(chain(BodyTable::MAX_STATES as u32 - 1).is_some());
+        assert!(chain(BodyTable::MAX_STATES as u32).is_none());
+    }
+
+    /// The walk of a subtree, byte by byte from each token's own path: the tokens whose
+    /// every byte after the root's goes on, and the nodes whose byte ends the lexeme
+    /// after a path that went on.
+    fn naive_walk(trie: &TokenTrie, root: usize, table: &BodyTable) -> BodyWalk {
+        let t = trie.view();
+        let base = t.nodes[root].depth as usize;
+        let mut walk = BodyWalk::default();
+        let mut path: Vec<u8> = Vec::new();
+        for i in root..t.subtree_end(root) {
+            let d = t.nodes[i].depth as usize - base;
+            path.truncate(d);
+            path.push(t.nodes[i].byte);
+            let mut state = 0;
+            let mut fate = None;
+            for (k, &b) in path.iter().enumerate().skip(1) {
+                match table.step(state, b) {
+                    BodyTable::END => {
+                        fate = Some((k == d).then_some((i as u32, state)));
+                        break;
+                    }
+                    BodyTable::DEAD => {
+                        fate = Some(None);
+                        break;
+                    }
+                    next => state = next,
+                }
+            }
+            match fate {
+                None => walk.add_tokens(t, i),
+                Some(Some(exit)) => walk.exits.push(exit),
+                Some(None) => {}
+            }
+        }
+        walk
+    }
+
+    #[test]
+    fn walks_equal_the_byte_by_byte_walk_and_are_kept_per_table() {
+        let mut rng = XorShift(0x7e57_b0d1);
+        for case in 0..60 {
+            let entries: Vec<Option<(Vec<u8>, TokenKind)>> = (0..40)
+                .map(|_| {
+                    let len = 1 + rng.below(5) as usize;
+                    let token = (0..len).map(|_| b"abcde"[rng.below(5) as usize]).collect();
+                    Some((token, TokenKind::Normal))
+                })
+                .collect();
+            let vocab = Vocabulary::from_entries("random", entries, 0);
+            let prepared = PreparedTrie::new(crate::vocab::build_trie(&vocab));
+            let n = 1 + rng.below(6) as u32;
+            let a = random_automaton(&mut rng, n);
+            let (table, _) = BodyTable::canonical(100, step_of(&a)).unwrap();
+            let interned = prepared.intern(table.clone());
+            let t = prepared.trie().view();
+            let mut root = 1;
+            while root < t.nodes.len() {
+                let walk = prepared.walk(root, &interned);
+                let naive = naive_walk(prepared.trie(), root, &table);
+                assert_eq!(walk.tokens, naive.tokens, "case {case} root {root}");
+                assert_eq!(walk.exits, naive.exits, "case {case} root {root}");
+                // Asked again, the same walk comes back from the store.
+                assert!(Arc::ptr_eq(&walk, &prepared.walk(root, &interned)));
+                root = t.subtree_end(root);
+            }
+            // An equal table is the same entry.
+            assert_eq!(prepared.intern(table).id, interned.id);
+            assert_eq!(prepared.kept().0, 1);
+        }
+    }
+}
