@@ -7,7 +7,8 @@
 //!     [--property-order declared|sorted|any|any-or-declared] [--each]
 //! ```
 //!
-//! Stages: `front end` (schema to lexed grammar: regexes to DFAs), `lr` (LR(1) tables
+//! Stages: `schema` (schema text to grammar IR), `lexer` (terminal regexes to DFAs),
+//! `lr` (LR(1) tables
 //! and lexer configurations), `mask path` (Terminal DWAs, templates, Parser DWA),
 //! `artifact` (the bytes, vocabulary and trie included) and `load`
 //! (`Engine::from_bytes`, which validates them). The stages run one after another on
@@ -17,7 +18,11 @@
 use serde_json::Value;
 use stackmask_benches::percentiles::{histogram, row};
 use stackmask_compiler::budget::Deadline;
-use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions};
+use stackmask_compiler::frontend::json_schema::{
+    schema_text_to_grammar, PropertyOrder, SchemaOptions,
+};
+use stackmask_compiler::lexer::{compile_lexer_within, LexerLimits};
+use stackmask_compiler::pipeline::PipelineError;
 use stackmask_compiler::{pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
 use stackmask_runtime::Engine;
@@ -62,7 +67,15 @@ fn main() {
         trie: &trie,
     };
     let options = pipeline::CompileOptions::default();
-    let names = ["front end", "lr", "mask path", "artifact", "load", "total"];
+    let names = [
+        "schema",
+        "lexer",
+        "lr",
+        "mask path",
+        "artifact",
+        "load",
+        "total",
+    ];
     let mut hists: Vec<_> = names.iter().map(|_| histogram()).collect();
     let mut compiled = 0usize;
     for path in &files {
@@ -71,26 +84,36 @@ fn main() {
         let text = file["schema"].to_string();
         let name = path.display().to_string();
         let deadline = Deadline::unlimited();
-        let mut times = [0u64; 6];
+        let mut times = [0u64; 7];
         let mut lap = {
             let mut last = Instant::now();
-            move |i: usize, times: &mut [u64; 6]| {
+            move |i: usize, times: &mut [u64; 7]| {
                 let now = Instant::now();
                 times[i] = (now - last).as_nanos() as u64;
                 last = now;
             }
         };
-        let Ok((lexed, _)) =
-            pipeline::lex_schema_source_within(&text, &name, &schema_options, &deadline)
-        else {
+        let Ok(schema) = schema_text_to_grammar(&text, &name, &schema_options) else {
             continue;
         };
         lap(0, &mut times);
+        let Ok(dfas) = compile_lexer_within::<PipelineError>(
+            &schema.grammar,
+            &LexerLimits::default(),
+            &deadline,
+        ) else {
+            continue;
+        };
+        let lexed = pipeline::LexedGrammar {
+            grammar: schema.grammar,
+            dfas,
+        };
+        lap(1, &mut times);
         let Ok(parser) = pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline)
         else {
             continue;
         };
-        lap(1, &mut times);
+        lap(2, &mut times);
         let Ok((dwa, stats)) = pipeline::compile_mask_within(
             &parser,
             prepared.vocab,
@@ -101,7 +124,7 @@ fn main() {
         ) else {
             continue;
         };
-        lap(2, &mut times);
+        lap(3, &mut times);
         let bytes = stackmask_compiler::artifact::build_artifact(
             &parser,
             &stackmask_compiler::artifact::ArtifactInputs {
@@ -115,10 +138,10 @@ fn main() {
             },
         )
         .expect("artifact");
-        lap(3, &mut times);
-        Engine::from_bytes(AlignedBytes::from_slice(&bytes)).expect("load");
         lap(4, &mut times);
-        times[5] = times[..5].iter().sum();
+        Engine::from_bytes(AlignedBytes::from_slice(&bytes)).expect("load");
+        lap(5, &mut times);
+        times[6] = times[..6].iter().sum();
         if each {
             let ms: Vec<String> = times
                 .iter()

@@ -478,40 +478,89 @@ pub fn none_of_within(words: &[String], alphabet: &ClassUnicode) -> Hir {
         .collect();
     keys.sort();
     keys.dedup();
-    none_of_suffix(&keys, 0, alphabet)
-}
-
-fn none_of_suffix(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> Hir {
-    let ends_here = keys.iter().any(|k| k.len() == depth);
-    let mut children: Vec<char> = keys
-        .iter()
-        .filter(|k| k.len() > depth)
-        .map(|k| k[depth])
-        .collect();
-    children.dedup();
-    let mut alts = Vec::new();
-    if !ends_here {
-        alts.push(Hir::empty());
-    }
-    let mut other = alphabet.clone();
-    other.difference(&ClassUnicode::new(
-        children.iter().map(|&c| ClassUnicodeRange::new(c, c)),
-    ));
-    if other.ranges().iter().next().is_some() {
-        alts.push(Hir::concat(vec![
-            Hir::class(Class::Unicode(other)),
-            repeat(Hir::class(Class::Unicode(alphabet.clone())), 0, None),
+    // A string that is not a key either leaves the keys' trie at some character and
+    // goes on freely, or stays on it and ends where no key does. The free rest is one
+    // `alphabet*` after the whole trie, not one per trie node, and so is leaving by a
+    // character no key has anywhere (all of non-ASCII, escapes, quotes for most
+    // names): a copy per trie node made determinization build thousands of equivalent
+    // states (UTF-8 and escape sequences) for a few dozen names.
+    let mut key_chars =
+        ClassUnicode::new(keys.iter().flatten().map(|&c| ClassUnicodeRange::new(c, c)));
+    key_chars.intersect(alphabet);
+    let mut elsewhere = alphabet.clone();
+    elsewhere.difference(&key_chars);
+    let mut leave = vec![leave_trie(&keys, 0, &key_chars)];
+    if elsewhere.ranges().iter().next().is_some() {
+        leave.push(Hir::concat(vec![
+            on_trie(&keys, 0),
+            Hir::class(Class::Unicode(elsewhere)),
         ]));
     }
-    for &c in &children {
-        let sub: Vec<Vec<char>> = keys
-            .iter()
-            .filter(|k| k.len() > depth && k[depth] == c)
-            .cloned()
-            .collect();
+    Hir::alternation(vec![
+        Hir::concat(vec![
+            Hir::alternation(leave),
+            repeat(Hir::class(Class::Unicode(alphabet.clone())), 0, None),
+        ]),
+        end_on_trie(&keys, 0),
+    ])
+}
+
+/// The keys with more than `depth` characters, grouped by their character at `depth`
+/// (`keys` sorted).
+fn children(keys: &[Vec<char>], depth: usize) -> Vec<(char, Vec<Vec<char>>)> {
+    let mut out: Vec<(char, Vec<Vec<char>>)> = Vec::new();
+    for k in keys.iter().filter(|k| k.len() > depth) {
+        match out.last_mut() {
+            Some((c, sub)) if *c == k[depth] => sub.push(k.clone()),
+            _ => out.push((k[depth], vec![k.clone()])),
+        }
+    }
+    out
+}
+
+/// The strings that follow the trie of `keys` from `depth` and then leave it by a
+/// character of `alphabet` no key has next.
+fn leave_trie(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> Hir {
+    let children = children(keys, depth);
+    let mut other = alphabet.clone();
+    other.difference(&ClassUnicode::new(
+        children.iter().map(|&(c, _)| ClassUnicodeRange::new(c, c)),
+    ));
+    let mut alts = Vec::new();
+    if other.ranges().iter().next().is_some() {
+        alts.push(Hir::class(Class::Unicode(other)));
+    }
+    for (c, sub) in &children {
         alts.push(Hir::concat(vec![
             Hir::literal(c.to_string().into_bytes()),
-            none_of_suffix(&sub, depth + 1, alphabet),
+            leave_trie(sub, depth + 1, alphabet),
+        ]));
+    }
+    Hir::alternation(alts)
+}
+
+/// The strings that follow the trie of `keys` from `depth` (ending anywhere on it).
+fn on_trie(keys: &[Vec<char>], depth: usize) -> Hir {
+    let mut alts = vec![Hir::empty()];
+    for (c, sub) in children(keys, depth) {
+        alts.push(Hir::concat(vec![
+            Hir::literal(c.to_string().into_bytes()),
+            on_trie(&sub, depth + 1),
+        ]));
+    }
+    Hir::alternation(alts)
+}
+
+/// The strings that follow the trie of `keys` from `depth` and end where no key does.
+fn end_on_trie(keys: &[Vec<char>], depth: usize) -> Hir {
+    let mut alts = Vec::new();
+    if !keys.iter().any(|k| k.len() == depth) {
+        alts.push(Hir::empty());
+    }
+    for (c, sub) in children(keys, depth) {
+        alts.push(Hir::concat(vec![
+            Hir::literal(c.to_string().into_bytes()),
+            end_on_trie(&sub, depth + 1),
         ]));
     }
     Hir::alternation(alts)
@@ -685,6 +734,52 @@ mod tests {
             ("b", true),
         ] {
             assert_eq!(full(&t, &literal_text(s)), ok, "{s:?}");
+        }
+    }
+
+    /// Every string of up to four characters over `abcé` against random key sets,
+    /// within the whole alphabet and within `[a-c]`.
+    #[test]
+    fn keys_other_than_a_set_by_brute_force() {
+        let chars = ['a', 'b', 'c', 'é'];
+        let mut all: Vec<String> = vec![String::new()];
+        for len in 1..=4 {
+            let mut more: Vec<String> = all
+                .iter()
+                .filter(|s| s.chars().count() == len - 1)
+                .flat_map(|s| chars.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            all.append(&mut more);
+        }
+        let abc = class_star(&parse_chars("^[a-c]*$").unwrap()).unwrap();
+        let mut seed = 0x6b65_7973u64;
+        for case in 0..40 {
+            // Half the key sets leave characters out (`c`, `é`): strings then leave
+            // the trie by a character no key has.
+            let keys: Vec<String> = all
+                .iter()
+                .filter(|s| case % 2 == 0 || s.chars().all(|c| "ab".contains(c)))
+                .filter(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed % 23 == 0
+                })
+                .cloned()
+                .collect();
+            let regex = |hir: &Hir| {
+                let t = string_terminal(hir).unwrap();
+                regex_automata::meta::Regex::new(&format!("^(?:{t})$")).unwrap()
+            };
+            let anywhere = regex(&none_of(&keys));
+            let within = regex(&none_of_within(&keys, &abc));
+            for s in &all {
+                let key = keys.contains(s);
+                let in_abc = s.chars().all(|c| "abc".contains(c));
+                let text = literal_text(s);
+                assert_eq!(anywhere.is_match(&text), !key, "{s:?} {keys:?}");
+                assert_eq!(within.is_match(&text), !key && in_abc, "{s:?} {keys:?}");
+            }
         }
     }
 
