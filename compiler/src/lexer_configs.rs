@@ -16,6 +16,7 @@
 //! accepting elements of the configuration.
 
 use crate::budget::{BudgetError, Deadline, Stage};
+use rustc_hash::FxHashMap;
 use stackmask_formats::parser::LexerConfigs;
 use stackmask_formats::ParserTables;
 use std::collections::HashMap;
@@ -31,23 +32,29 @@ pub struct ConfigLimitError {
     pub limit: usize,
 }
 
+/// Configurations by their sorted states. Interning runs 256 times per configuration
+/// and expected class, mostly on configurations already seen (most often the empty
+/// one), so a lookup neither allocates nor hashes slowly.
 struct Interner {
-    ids: HashMap<Vec<u32>, u32>,
+    ids: FxHashMap<Vec<u32>, u32>,
     sets: Vec<Vec<u32>>,
     limit: usize,
 }
 
 impl Interner {
-    fn intern(&mut self, set: Vec<u32>) -> Result<u32, ConfigLimitError> {
-        if let Some(&id) = self.ids.get(&set) {
+    fn intern(&mut self, set: &[u32]) -> Result<u32, ConfigLimitError> {
+        if set.is_empty() && !self.sets.is_empty() {
+            return Ok(0);
+        }
+        if let Some(&id) = self.ids.get(set) {
             return Ok(id);
         }
         if self.sets.len() >= self.limit {
             return Err(ConfigLimitError { limit: self.limit });
         }
         let id = self.sets.len() as u32;
-        self.ids.insert(set.clone(), id);
-        self.sets.push(set);
+        self.ids.insert(set.to_vec(), id);
+        self.sets.push(set.to_vec());
         Ok(id)
     }
 }
@@ -65,11 +72,11 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
     let view = t.view();
     let terminals = t.dfa_start.len();
     let mut interner = Interner {
-        ids: HashMap::new(),
+        ids: FxHashMap::default(),
         sets: Vec::new(),
         limit: limit.max(1),
     };
-    interner.intern(Vec::new())?; // 0: nothing alive.
+    interner.intern(&[])?; // 0: nothing alive.
 
     // Expected classes.
     let words = t.expected_words as usize;
@@ -85,14 +92,16 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
         });
         state_class.push(c);
     }
-    let start_of = |terms: &mut dyn Iterator<Item = u32>, b: u8| -> Vec<u32> {
-        let mut v: Vec<u32> = terms
-            .map(|term| view.dfa_next(t.dfa_start[term as usize], b))
-            .filter(|&g| view.dfa_live(g))
-            .collect();
+    let start_of = |terms: &mut dyn Iterator<Item = u32>, b: u8, v: &mut Vec<u32>| {
+        v.clear();
+        v.extend(
+            terms
+                .map(|term| view.dfa_next(t.dfa_start[term as usize], b))
+                .filter(|&g| view.dfa_live(g)),
+        );
         v.sort_unstable();
-        v
     };
+    let mut scratch = Vec::new();
     let mut class_start = Vec::with_capacity(class_sets.len() * 256);
     for set in &class_sets {
         poll.tick()?;
@@ -100,12 +109,14 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
             .filter(|&x| set[x as usize / 64] >> (x % 64) & 1 != 0)
             .collect();
         for b in 0..=255u8 {
-            class_start.push(interner.intern(start_of(&mut members.iter().copied(), b))?);
+            start_of(&mut members.iter().copied(), b, &mut scratch);
+            class_start.push(interner.intern(&scratch)?);
         }
     }
     let mut ignore_start = Vec::with_capacity(256);
     for b in 0..=255u8 {
-        ignore_start.push(interner.intern(start_of(&mut t.ignore.iter().copied(), b))?);
+        start_of(&mut t.ignore.iter().copied(), b, &mut scratch);
+        ignore_start.push(interner.intern(&scratch)?);
     }
 
     // Terminal of every merged DFA state.
@@ -119,22 +130,27 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
     // Close under byte transitions.
     let mut next = Vec::new();
     let mut i = 0;
+    let mut going_on: Vec<u32> = Vec::new();
     while i < interner.sets.len() {
         poll.tick()?;
-        let set = interner.sets[i].clone();
+        going_on.clear();
+        going_on.extend(
+            interner.sets[i].iter().filter(|&&g| {
+                !(t.lazy[dfa_term[g as usize] as usize] != 0 && view.dfa_accepting(g))
+            }),
+        );
         for b in 0..=255u8 {
-            let mut v: Vec<u32> = set
-                .iter()
-                .filter(|&&g| {
-                    !(t.lazy[dfa_term[g as usize] as usize] != 0 && view.dfa_accepting(g))
-                })
-                .map(|&g| view.dfa_next(g, b))
-                // Live, not merely nonzero: a split terminal's lexeme can be extended
-                // into a state where it can no longer end (`ByteDfa::extends`).
-                .filter(|&g| view.dfa_live(g))
-                .collect();
-            v.sort_unstable();
-            next.push(interner.intern(v)?);
+            scratch.clear();
+            scratch.extend(
+                going_on
+                    .iter()
+                    .map(|&g| view.dfa_next(g, b))
+                    // Live, not merely nonzero: a split terminal's lexeme can be extended
+                    // into a state where it can no longer end (`ByteDfa::extends`).
+                    .filter(|&g| view.dfa_live(g)),
+            );
+            scratch.sort_unstable();
+            next.push(interner.intern(&scratch)?);
         }
         i += 1;
     }

@@ -489,20 +489,22 @@ pub fn none_of_within(words: &[String], alphabet: &ClassUnicode) -> Hir {
     key_chars.intersect(alphabet);
     let mut elsewhere = alphabet.clone();
     elsewhere.difference(&key_chars);
-    let mut leave = vec![leave_trie(&keys, 0, &key_chars)];
+    let mut leave: Vec<Hir> = leave_trie(&keys, 0, &key_chars).into_iter().collect();
     if elsewhere.ranges().iter().next().is_some() {
         leave.push(Hir::concat(vec![
             on_trie(&keys, 0),
             Hir::class(Class::Unicode(elsewhere)),
         ]));
     }
-    Hir::alternation(vec![
-        Hir::concat(vec![
+    let mut alts = Vec::new();
+    if !leave.is_empty() {
+        alts.push(Hir::concat(vec![
             Hir::alternation(leave),
             repeat(Hir::class(Class::Unicode(alphabet.clone())), 0, None),
-        ]),
-        end_on_trie(&keys, 0),
-    ])
+        ]));
+    }
+    alts.extend(end_on_trie(&keys, 0));
+    Hir::alternation(alts)
 }
 
 /// The keys with more than `depth` characters, grouped by their character at `depth`
@@ -519,8 +521,10 @@ fn children(keys: &[Vec<char>], depth: usize) -> Vec<(char, Vec<Vec<char>>)> {
 }
 
 /// The strings that follow the trie of `keys` from `depth` and then leave it by a
-/// character of `alphabet` no key has next.
-fn leave_trie(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> Hir {
+/// character of `alphabet` no key has next; `None` for none. (Never an empty
+/// alternation: its text form `[a&&b]` does not survive a `%json` block's round trip
+/// through Lark.)
+fn leave_trie(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> Option<Hir> {
     let children = children(keys, depth);
     let mut other = alphabet.clone();
     other.difference(&ClassUnicode::new(
@@ -531,12 +535,14 @@ fn leave_trie(keys: &[Vec<char>], depth: usize, alphabet: &ClassUnicode) -> Hir 
         alts.push(Hir::class(Class::Unicode(other)));
     }
     for (c, sub) in &children {
-        alts.push(Hir::concat(vec![
-            Hir::literal(c.to_string().into_bytes()),
-            leave_trie(sub, depth + 1, alphabet),
-        ]));
+        if let Some(rest) = leave_trie(sub, depth + 1, alphabet) {
+            alts.push(Hir::concat(vec![
+                Hir::literal(c.to_string().into_bytes()),
+                rest,
+            ]));
+        }
     }
-    Hir::alternation(alts)
+    (!alts.is_empty()).then(|| Hir::alternation(alts))
 }
 
 /// The strings that follow the trie of `keys` from `depth` (ending anywhere on it).
@@ -551,19 +557,22 @@ fn on_trie(keys: &[Vec<char>], depth: usize) -> Hir {
     Hir::alternation(alts)
 }
 
-/// The strings that follow the trie of `keys` from `depth` and end where no key does.
-fn end_on_trie(keys: &[Vec<char>], depth: usize) -> Hir {
+/// The strings that follow the trie of `keys` from `depth` and end where no key does;
+/// `None` for none (as [`leave_trie`]).
+fn end_on_trie(keys: &[Vec<char>], depth: usize) -> Option<Hir> {
     let mut alts = Vec::new();
     if !keys.iter().any(|k| k.len() == depth) {
         alts.push(Hir::empty());
     }
     for (c, sub) in children(keys, depth) {
-        alts.push(Hir::concat(vec![
-            Hir::literal(c.to_string().into_bytes()),
-            end_on_trie(&sub, depth + 1),
-        ]));
+        if let Some(rest) = end_on_trie(&sub, depth + 1) {
+            alts.push(Hir::concat(vec![
+                Hir::literal(c.to_string().into_bytes()),
+                rest,
+            ]));
+        }
     }
-    Hir::alternation(alts)
+    (!alts.is_empty()).then(|| Hir::alternation(alts))
 }
 
 /// Limit on the state pairs [`texts_disjoint`] visits (beyond it: not decided).
