@@ -4,19 +4,22 @@
 //! ```sh
 //! cargo run --release -p stackmask-benches --example compile_stages -- \
 //!     [--tokenizer tiktoken:o200k_base] [--step N] [--dir PATH] \
-//!     [--property-order declared|sorted|any|any-or-declared] [--each]
+//!     [--property-order declared|sorted|any|any-or-declared] [--each] [--self-contained]
 //! ```
 //!
 //! Stages: `schema` (schema text to grammar IR), `lexer` (terminal regexes to DFAs),
 //! `lr` (LR(1) tables
 //! and lexer configurations), `mask path` (Terminal DWAs, templates, Parser DWA),
-//! `artifact` (the bytes, vocabulary and trie included) and `load`
-//! (`Engine::from_bytes`, which validates them). The stages run one after another on
+//! `artifact` and `load`: as Python's `Compiler` does, the grammar's sections alone and
+//! `Engine::from_bytes_sharing` over a vocabulary validated once; with
+//! `--self-contained`, as `stackmask compile` writes files, the vocabulary and trie
+//! included and `Engine::from_bytes`, which validates them. The stages run one after another on
 //! the calling thread, except the mask path, which builds boundaries on every core.
 //! `--each` also prints every schema's stage times (ms, in that order, then the total).
 
 use serde_json::Value;
 use stackmask_benches::percentiles::{histogram, row};
+use stackmask_compiler::artifact::{build_artifact, build_grammar_artifact, ArtifactInputs};
 use stackmask_compiler::budget::Deadline;
 use stackmask_compiler::frontend::json_schema::{
     schema_text_to_grammar, PropertyOrder, SchemaOptions,
@@ -25,8 +28,9 @@ use stackmask_compiler::lexer::{compile_lexer_within, LexerLimits};
 use stackmask_compiler::pipeline::PipelineError;
 use stackmask_compiler::{pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
-use stackmask_runtime::Engine;
+use stackmask_runtime::{Engine, SharedVocab};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 fn main() {
@@ -34,6 +38,7 @@ fn main() {
     let mut dir = PathBuf::from("../shared/corpus/jsonschemabench/maskbench_data_subset");
     let mut step = 1usize;
     let mut each = false;
+    let mut self_contained = false;
     let mut schema_options = SchemaOptions::default();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -43,6 +48,7 @@ fn main() {
             "--dir" => dir = PathBuf::from(value()),
             "--step" => step = value().parse().expect("--step N"),
             "--each" => each = true,
+            "--self-contained" => self_contained = true,
             "--property-order" => {
                 let v = value();
                 schema_options.order = PropertyOrder::from_name(&v)
@@ -60,7 +66,11 @@ fn main() {
     let files: Vec<PathBuf> = files.into_iter().step_by(step.max(1)).collect();
 
     let tokenizer = vocab::load_tokenizer(&spec).expect("tokenizer");
-    let trie = pipeline::PreparedTrie::new(vocab::build_trie(&tokenizer.vocab));
+    let trie = vocab::build_trie(&tokenizer.vocab);
+    let shared = Arc::new(
+        SharedVocab::new(tokenizer.vocab.clone(), trie.clone()).expect("shared vocabulary"),
+    );
+    let trie = pipeline::PreparedTrie::new(trie);
     let prepared = pipeline::VocabInputs {
         spec: &spec,
         vocab: &tokenizer.vocab,
@@ -125,21 +135,26 @@ fn main() {
             continue;
         };
         lap(3, &mut times);
-        let bytes = stackmask_compiler::artifact::build_artifact(
-            &parser,
-            &stackmask_compiler::artifact::ArtifactInputs {
-                grammar_source: &text,
-                grammar_name: &name,
-                tokenizer: &spec,
-                vocab: prepared.vocab,
-                trie: prepared.trie.trie(),
-                parser_dwa: &dwa,
-                dwa_stats: stats,
-            },
-        )
-        .expect("artifact");
-        lap(4, &mut times);
-        Engine::from_bytes(AlignedBytes::from_slice(&bytes)).expect("load");
+        let inputs = ArtifactInputs {
+            grammar_source: &text,
+            grammar_name: &name,
+            tokenizer: &spec,
+            vocab: prepared.vocab,
+            trie: prepared.trie.trie(),
+            parser_dwa: &dwa,
+            dwa_stats: stats,
+        };
+        if self_contained {
+            let bytes = build_artifact(&parser, &inputs).expect("artifact");
+            lap(4, &mut times);
+            Engine::from_bytes(AlignedBytes::from_slice(&bytes)).expect("load");
+        } else {
+            let bytes =
+                build_grammar_artifact(&parser, &inputs, shared.content_hash()).expect("artifact");
+            lap(4, &mut times);
+            Engine::from_bytes_sharing(AlignedBytes::from_slice(&bytes), shared.clone())
+                .expect("load");
+        }
         lap(5, &mut times);
         times[6] = times[..6].iter().sum();
         if each {

@@ -53,6 +53,40 @@ pub fn build_artifact(
     compiled: &CompiledParser,
     inputs: &ArtifactInputs<'_>,
 ) -> Result<Vec<u8>, ArtifactError> {
+    let mut w = grammar_sections(compiled, inputs, inputs.vocab.content_hash())?;
+    w.add_pod(layout::VOCAB_BYTES, &inputs.vocab.bytes)?;
+    w.add_pod(layout::VOCAB_OFFSETS, &inputs.vocab.offsets)?;
+    let kinds: Vec<u8> = inputs
+        .vocab
+        .kinds
+        .iter()
+        .map(|&k| kind_to_code(k))
+        .collect();
+    w.add_pod(layout::VOCAB_KINDS, &kinds)?;
+    w.add_pod(layout::TRIE_NODES, &inputs.trie.nodes)?;
+    w.add_pod(layout::TRIE_TOKENS, &inputs.trie.token_ids)?;
+    Ok(w.finish())
+}
+
+/// Serializes a compiled grammar without its vocabulary and trie, for an engine that
+/// shares them (`stackmask_runtime::Engine::from_bytes_sharing`): `vocab_hash` is the
+/// vocabulary's content hash, computed once for all its grammars. Such bytes are not
+/// a file [`stackmask_runtime::Engine::load`] reads (the engine's
+/// `self_contained_bytes` are).
+pub fn build_grammar_artifact(
+    compiled: &CompiledParser,
+    inputs: &ArtifactInputs<'_>,
+    vocab_hash: u64,
+) -> Result<Vec<u8>, ArtifactError> {
+    Ok(grammar_sections(compiled, inputs, vocab_hash)?.finish())
+}
+
+/// Every section but the vocabulary's and the trie's.
+fn grammar_sections(
+    compiled: &CompiledParser,
+    inputs: &ArtifactInputs<'_>,
+    vocab_hash: u64,
+) -> Result<ArtifactWriter, ArtifactError> {
     let t = &compiled.tables;
     let lr = &t.lr;
     let meta = ArtifactMeta {
@@ -72,10 +106,7 @@ pub fn build_artifact(
         lexer_configs: t.configs.flags.len() as u32,
         mask_stats: mask_stats(&inputs.dwa_stats, inputs.parser_dwa),
     };
-    let mut w = ArtifactWriter::new(
-        content_hash(inputs.grammar_source.as_bytes()),
-        inputs.vocab.content_hash(),
-    );
+    let mut w = ArtifactWriter::new(content_hash(inputs.grammar_source.as_bytes()), vocab_hash);
     w.add_bincode(layout::META, &meta)?;
     w.add_pod(layout::DFA_TRANS, &t.dfa_trans)?;
     w.add_pod(layout::DFA_FLAGS, &t.dfa_flags)?;
@@ -104,17 +135,6 @@ pub fn build_artifact(
     w.add_pod(layout::DFA_TERM, &c.dfa_term)?;
     w.add_pod(layout::IGNORE_FOLLOW, &t.ignore_follow)?;
     w.add_pod(layout::FOLLOW_SETS, &t.follow_sets)?;
-    w.add_pod(layout::VOCAB_BYTES, &inputs.vocab.bytes)?;
-    w.add_pod(layout::VOCAB_OFFSETS, &inputs.vocab.offsets)?;
-    let kinds: Vec<u8> = inputs
-        .vocab
-        .kinds
-        .iter()
-        .map(|&k| kind_to_code(k))
-        .collect();
-    w.add_pod(layout::VOCAB_KINDS, &kinds)?;
-    w.add_pod(layout::TRIE_NODES, &inputs.trie.nodes)?;
-    w.add_pod(layout::TRIE_TOKENS, &inputs.trie.token_ids)?;
     let d = inputs.parser_dwa;
     w.add_pod(layout::PDWA_START, &d.start)?;
     w.add_pod(layout::PDWA_INDEX, &d.index)?;
@@ -129,5 +149,5 @@ pub fn build_artifact(
     w.add_pod(layout::CHUNK_WORDS, &d.chunk_words)?;
     w.add_pod(layout::FORK_INDEX, &d.fork_index)?;
     w.add_pod(layout::FORK_STATES, &d.fork_states)?;
-    Ok(w.finish())
+    Ok(w)
 }

@@ -448,6 +448,58 @@ pub fn build_artifact_for_vocab(
     deadline: &Deadline,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<BuiltForVocab, BuildError> {
+    build_for_vocab(
+        compiled,
+        source,
+        grammar_name,
+        vocab,
+        None,
+        options,
+        deadline,
+        progress,
+    )
+}
+
+/// [`build_artifact_for_vocab`] for an engine that shares its vocabulary with others
+/// (`stackmask_runtime::Engine::from_bytes_sharing`, as Python's `Compiler` builds
+/// them): the bytes hold the grammar alone, recording `vocab_hash` (the vocabulary's
+/// content hash, computed once), so no grammar copies, checksums or validates the
+/// vocabulary again.
+#[allow(clippy::too_many_arguments)]
+pub fn build_grammar_for_vocab(
+    compiled: &CompiledParser,
+    source: &str,
+    grammar_name: &str,
+    vocab: VocabInputs<'_>,
+    vocab_hash: u64,
+    options: &CompileOptions,
+    deadline: &Deadline,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<BuiltForVocab, BuildError> {
+    build_for_vocab(
+        compiled,
+        source,
+        grammar_name,
+        vocab,
+        Some(vocab_hash),
+        options,
+        deadline,
+        progress,
+    )
+}
+
+/// The two above: a self-contained artifact, or with `shared_hash` the grammar alone.
+#[allow(clippy::too_many_arguments)]
+fn build_for_vocab(
+    compiled: &CompiledParser,
+    source: &str,
+    grammar_name: &str,
+    vocab: VocabInputs<'_>,
+    shared_hash: Option<u64>,
+    options: &CompileOptions,
+    deadline: &Deadline,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<BuiltForVocab, BuildError> {
     progress("Terminal DWAs, templates and Parser DWA");
     let (parser_dwa, dwa_stats) = compile_mask_within(
         compiled,
@@ -471,7 +523,10 @@ pub fn build_artifact_for_vocab(
         parser_dwa: &parser_dwa,
         dwa_stats,
     };
-    let bytes = crate::artifact::build_artifact(compiled, &inputs)?;
+    let bytes = match shared_hash {
+        None => crate::artifact::build_artifact(compiled, &inputs)?,
+        Some(hash) => crate::artifact::build_grammar_artifact(compiled, &inputs, hash)?,
+    };
     Ok(BuiltForVocab {
         parser_dwa,
         dwa_stats,

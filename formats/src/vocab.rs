@@ -161,6 +161,19 @@ impl<'a> VocabRef<'a> {
         &self.bytes[self.offsets[id as usize] as usize..self.offsets[id as usize + 1] as usize]
     }
 
+    /// The kind of token `id` (`id < len()`).
+    pub fn kind(&self, id: u32) -> TokenKind {
+        use crate::layout::kind_code::*;
+        match self.kinds {
+            KindsRef::Owned(k) => k[id as usize],
+            KindsRef::Codes(c) => match c[id as usize] {
+                NORMAL => TokenKind::Normal,
+                SPECIAL => TokenKind::Special,
+                _ => TokenKind::Unused,
+            },
+        }
+    }
+
     /// Whether token `id` is an ordinary token (validated vocabularies give every
     /// ordinary token at least one byte).
     pub fn is_normal(&self, id: u32) -> bool {

@@ -15,21 +15,24 @@ use stackmask_compiler::budget::{CancelFlag, Deadline};
 use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
 use stackmask_compiler::pipeline::PreparedTrie;
 use stackmask_compiler::pipeline::{
-    build_artifact_for_vocab, compile_parser_within, lex_grammar_source_within,
+    build_grammar_for_vocab, compile_parser_within, lex_grammar_source_within,
     lex_schema_source_within, CompileOptions, LexedGrammar, VocabInputs,
 };
 use stackmask_compiler::vocab::build_trie;
 use stackmask_formats::artifact::AlignedBytes;
-use stackmask_runtime::Engine;
+use stackmask_runtime::{Engine, SharedVocab};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Compiles grammars for one tokenizer; the vocabulary's token trie is built once, and
-/// the lexeme bodies walked over it are shared by the grammars it compiles.
+/// the lexeme bodies walked over it are shared by the grammars it compiles, as is the
+/// validated vocabulary their engines read (each grammar's artifact holds the grammar
+/// alone; `save` writes a self-contained file).
 #[pyclass(module = "stackmask", frozen)]
 pub struct Compiler {
     vocab: Arc<LoadedVocab>,
     trie: Arc<PreparedTrie>,
+    shared: Arc<SharedVocab>,
 }
 
 /// A compiled grammar for one vocabulary; matchers share it (it is immutable).
@@ -176,7 +179,7 @@ impl Compiler {
         let compiled =
             compile_parser_within(&lexed, options.lr_limits(), deadline).map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
-        let built = build_artifact_for_vocab(
+        let built = build_grammar_for_vocab(
             &compiled,
             source,
             name,
@@ -185,13 +188,14 @@ impl Compiler {
                 vocab,
                 trie: &self.trie,
             },
+            self.shared.content_hash(),
             options,
             deadline,
             &|_| {},
         )
         .map_err(build_error)?;
-        let bytes = built.bytes;
-        Engine::from_bytes(AlignedBytes::from_slice(&bytes)).map_err(engine_error)
+        Engine::from_bytes_sharing(AlignedBytes::from_slice(&built.bytes), self.shared.clone())
+            .map_err(engine_error)
     }
 
     fn compile(
@@ -251,13 +255,18 @@ fn options(
 impl Compiler {
     /// Prepares `tokenizer`'s vocabulary (its token trie) for compiling; releases the GIL.
     #[new]
-    fn new(py: Python<'_>, tokenizer: &Tokenizer) -> Self {
+    fn new(py: Python<'_>, tokenizer: &Tokenizer) -> PyResult<Self> {
         let vocab = tokenizer.inner.clone();
-        let trie = py.detach(|| build_trie(&vocab.vocab));
-        Compiler {
+        let (trie, shared) = py.detach(|| {
+            let trie = build_trie(&vocab.vocab);
+            let shared = SharedVocab::new(vocab.vocab.clone(), trie.clone());
+            (trie, shared)
+        });
+        Ok(Compiler {
             vocab,
             trie: Arc::new(PreparedTrie::new(trie)),
-        }
+            shared: Arc::new(shared.map_err(engine_error)?),
+        })
     }
 
     /// Compiles a Lark grammar (`name` appears in error locations). The GIL is released.
@@ -426,8 +435,14 @@ impl Grammar {
 
     /// Writes the artifact to `path` (through a temporary file and a rename).
     fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        py.detach(|| write_atomically(&path, self.engine.artifact_bytes()))
-            .map_err(ArtifactError::new_err)
+        py.detach(|| {
+            let bytes = self
+                .engine
+                .self_contained_bytes()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            write_atomically(&path, &bytes)
+        })
+        .map_err(ArtifactError::new_err)
     }
 
     /// JSON Schema keywords this grammar does not enforce (`lenient=True` compiles).

@@ -10,13 +10,21 @@
 //! the trie's tokens against the vocabulary's ordinary tokens, the Parser DWA's weights
 //! against the tokens a mask may contain. A truncated, corrupted
 //! or mismatched file is an [`EngineError`], never a panic.
+//!
+//! Engines of many grammars compiled for one tokenizer may share its vocabulary and
+//! trie ([`SharedVocab`], validated once): their artifacts hold the grammar alone and
+//! record the vocabulary's hash, which loading checks.
 
 use crate::reference::ReferenceEngine;
+use crate::shared_vocab::{maskable, SharedVocab};
 use bytemuck::Pod;
-use stackmask_formats::artifact::{AlignedBytes, Artifact, ArtifactError, SectionKind};
+use stackmask_formats::artifact::{
+    AlignedBytes, Artifact, ArtifactError, ArtifactWriter, SectionKind,
+};
 use stackmask_formats::layout::{self, ArtifactMeta};
 use stackmask_formats::lr::{validate_lr_grammar, CombRef, LrSlices};
 use stackmask_formats::parser::split_dfas;
+use stackmask_formats::vocab::kind_to_code;
 use stackmask_formats::{
     KindsRef, ParserDwaRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef,
     Vocabulary,
@@ -51,6 +59,16 @@ pub enum EngineError {
         expected: u64,
     },
 }
+
+/// The sections of a vocabulary and its trie: in a self-contained artifact, absent
+/// from one that shares its vocabulary.
+const VOCAB_SECTIONS: [SectionKind; 5] = [
+    layout::VOCAB_BYTES,
+    layout::VOCAB_OFFSETS,
+    layout::VOCAB_KINDS,
+    layout::TRIE_NODES,
+    layout::TRIE_TOKENS,
+];
 
 /// Where the bytes live.
 enum Backing {
@@ -98,11 +116,6 @@ struct Ranges {
     dfa_term: Range<usize>,
     ignore_follow: Range<usize>,
     follow_sets: Range<usize>,
-    vocab_bytes: Range<usize>,
-    vocab_offsets: Range<usize>,
-    vocab_kinds: Range<usize>,
-    trie_nodes: Range<usize>,
-    trie_tokens: Range<usize>,
     pdwa_start: Range<usize>,
     pdwa_index: Range<usize>,
     pdwa_keys: Range<usize>,
@@ -118,6 +131,21 @@ struct Ranges {
     fork_states: Range<usize>,
 }
 
+/// Where an engine's vocabulary and trie are.
+#[derive(Debug, Clone)]
+enum VocabPart {
+    /// In the artifact, at these validated byte ranges.
+    InArtifact {
+        bytes: Range<usize>,
+        offsets: Range<usize>,
+        kinds: Range<usize>,
+        trie_nodes: Range<usize>,
+        trie_tokens: Range<usize>,
+    },
+    /// Shared with other engines; the artifact holds the grammar alone.
+    Shared(Arc<SharedVocab>),
+}
+
 /// A loaded artifact.
 pub struct Engine {
     backing: Backing,
@@ -125,6 +153,7 @@ pub struct Engine {
     grammar_hash: u64,
     vocab_hash: u64,
     ranges: Ranges,
+    vocab: VocabPart,
     reference: OnceLock<Result<Arc<ReferenceEngine>, String>>,
 }
 
@@ -154,15 +183,28 @@ impl Engine {
         // stays valid; a file swapped by rename keeps the old inode alive for us.
         // Everything read through the map is validated below before use.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        Self::from_backing(Backing::Mapped(map))
+        Self::from_backing(Backing::Mapped(map), None)
     }
 
     /// Validates an artifact held in memory.
     pub fn from_bytes(bytes: AlignedBytes) -> Result<Engine, EngineError> {
-        Self::from_backing(Backing::Owned(bytes))
+        Self::from_backing(Backing::Owned(bytes), None)
     }
 
-    fn from_backing(backing: Backing) -> Result<Engine, EngineError> {
+    /// Validates an artifact of a grammar alone (no vocabulary or trie sections: see
+    /// `stackmask_compiler::artifact::build_grammar_artifact`) compiled for `vocab`, whose
+    /// hash it must record; the engine shares `vocab` with others.
+    pub fn from_bytes_sharing(
+        bytes: AlignedBytes,
+        vocab: Arc<SharedVocab>,
+    ) -> Result<Engine, EngineError> {
+        Self::from_backing(Backing::Owned(bytes), Some(vocab))
+    }
+
+    fn from_backing(
+        backing: Backing,
+        shared: Option<Arc<SharedVocab>>,
+    ) -> Result<Engine, EngineError> {
         let bytes = backing.bytes();
         let base = bytes.as_ptr() as usize;
         let artifact = Artifact::parse(bytes)?;
@@ -206,12 +248,6 @@ impl Engine {
         let (r_ignore_follow, ignore_follow) =
             range::<u32>(&artifact, base, layout::IGNORE_FOLLOW)?;
         let (r_follow_sets, follow_sets) = range::<u64>(&artifact, base, layout::FOLLOW_SETS)?;
-        let (r_vocab_bytes, vocab_bytes) = range::<u8>(&artifact, base, layout::VOCAB_BYTES)?;
-        let (r_vocab_offsets, vocab_offsets) =
-            range::<u32>(&artifact, base, layout::VOCAB_OFFSETS)?;
-        let (r_vocab_kinds, vocab_kinds) = range::<u8>(&artifact, base, layout::VOCAB_KINDS)?;
-        let (r_trie_nodes, trie_nodes) = range::<TrieNode>(&artifact, base, layout::TRIE_NODES)?;
-        let (r_trie_tokens, trie_tokens) = range::<u32>(&artifact, base, layout::TRIE_TOKENS)?;
         let (r_pdwa_start, pdwa_start) = range::<u32>(&artifact, base, layout::PDWA_START)?;
         let (r_pdwa_index, pdwa_index) = range::<u32>(&artifact, base, layout::PDWA_INDEX)?;
         let (r_pdwa_keys, pdwa_keys) = range::<u32>(&artifact, base, layout::PDWA_KEYS)?;
@@ -281,32 +317,62 @@ impl Engine {
                 "dfa: per-terminal bases have the wrong length".into(),
             ));
         }
-        let vocab = VocabRef {
-            bytes: vocab_bytes,
-            offsets: vocab_offsets,
-            kinds: KindsRef::Codes(vocab_kinds),
-            eos: meta.eos,
+        let (grammar_hash, vocab_hash) = (artifact.grammar_hash(), artifact.vocab_hash());
+        let (vocab_part, vocab, maskable) = match &shared {
+            None => {
+                if !VOCAB_SECTIONS.iter().any(|&k| artifact.has_section(k)) {
+                    return Err(invalid(
+                        "the artifact holds the grammar alone, without its vocabulary: load it sharing a vocabulary (Engine::from_bytes_sharing), or save it with Engine::self_contained_bytes".into(),
+                    ));
+                }
+                let (bytes, vocab_bytes) = range::<u8>(&artifact, base, layout::VOCAB_BYTES)?;
+                let (offsets, vocab_offsets) =
+                    range::<u32>(&artifact, base, layout::VOCAB_OFFSETS)?;
+                let (kinds, vocab_kinds) = range::<u8>(&artifact, base, layout::VOCAB_KINDS)?;
+                let (trie_nodes, nodes) = range::<TrieNode>(&artifact, base, layout::TRIE_NODES)?;
+                let (trie_tokens, token_ids) = range::<u32>(&artifact, base, layout::TRIE_TOKENS)?;
+                let vocab = VocabRef {
+                    bytes: vocab_bytes,
+                    offsets: vocab_offsets,
+                    kinds: KindsRef::Codes(vocab_kinds),
+                    eos: meta.eos,
+                };
+                vocab.validate().map_err(invalid)?;
+                let trie = TrieRef { nodes, token_ids };
+                trie.validate(vocab.len()).map_err(invalid)?;
+                trie.validate_tokens(&vocab).map_err(invalid)?;
+                let part = VocabPart::InArtifact {
+                    bytes,
+                    offsets,
+                    kinds,
+                    trie_nodes,
+                    trie_tokens,
+                };
+                (part, vocab, std::borrow::Cow::Owned(maskable(&vocab)))
+            }
+            Some(s) => {
+                if let Some(kind) = VOCAB_SECTIONS.iter().find(|&&k| artifact.has_section(k)) {
+                    return Err(invalid(format!(
+                        "section {kind}: the artifact carries its own vocabulary; load it on its own, not sharing one"
+                    )));
+                }
+                if vocab_hash != s.content_hash() {
+                    return Err(EngineError::VocabularyMismatch {
+                        artifact: vocab_hash,
+                        expected: s.content_hash(),
+                    });
+                }
+                let part = VocabPart::Shared(s.clone());
+                (part, s.vocab(), std::borrow::Cow::Borrowed(s.maskable()))
+            }
         };
-        vocab.validate().map_err(invalid)?;
-        if vocab.len() != meta.vocab_len as usize {
+        if vocab.len() != meta.vocab_len as usize || vocab.eos != meta.eos {
             return Err(invalid(
-                "vocabulary size disagrees with the metadata".into(),
+                "vocabulary size or end of sequence disagrees with the metadata".into(),
             ));
         }
-        let trie = TrieRef {
-            nodes: trie_nodes,
-            token_ids: trie_tokens,
-        };
-        trie.validate(vocab.len()).map_err(invalid)?;
-        trie.validate_tokens(&vocab).map_err(invalid)?;
         // The Parser DWA: every index, and weights that name only tokens a mask may
         // contain (ordinary tokens and EOS).
-        let mut maskable = vec![0u32; vocab.len().div_ceil(32)];
-        for id in 0..vocab.len() as u32 {
-            if vocab.is_normal(id) || id == vocab.eos {
-                maskable[id as usize / 32] |= 1 << (id % 32);
-            }
-        }
         let dwa = ParserDwaRef {
             start: pdwa_start,
             index: pdwa_index,
@@ -327,7 +393,6 @@ impl Engine {
         // The rule tables against the grammar in the metadata: a reduction pops
         // `rule_len[r]` stack levels, so each length must be its rule's.
         validate_lr_grammar(tables.lr, &meta.grammar).map_err(invalid)?;
-        let (grammar_hash, vocab_hash) = (artifact.grammar_hash(), artifact.vocab_hash());
         let ranges = Ranges {
             dfa_trans: r_dfa_trans,
             dfa_flags: r_dfa_flags,
@@ -355,11 +420,6 @@ impl Engine {
             dfa_term: r_dfa_term,
             ignore_follow: r_ignore_follow,
             follow_sets: r_follow_sets,
-            vocab_bytes: r_vocab_bytes,
-            vocab_offsets: r_vocab_offsets,
-            vocab_kinds: r_vocab_kinds,
-            trie_nodes: r_trie_nodes,
-            trie_tokens: r_trie_tokens,
             pdwa_start: r_pdwa_start,
             pdwa_index: r_pdwa_index,
             pdwa_keys: r_pdwa_keys,
@@ -380,6 +440,7 @@ impl Engine {
             grammar_hash,
             vocab_hash,
             ranges,
+            vocab: vocab_part,
             reference: OnceLock::new(),
         })
     }
@@ -436,22 +497,36 @@ impl Engine {
         }
     }
 
-    /// The vocabulary, in place.
+    /// The vocabulary, in place (in the artifact or the shared vocabulary).
     pub fn vocab(&self) -> VocabRef<'_> {
-        let r = &self.ranges;
-        VocabRef {
-            bytes: self.arr(&r.vocab_bytes),
-            offsets: self.arr(&r.vocab_offsets),
-            kinds: KindsRef::Codes(self.arr(&r.vocab_kinds)),
-            eos: self.meta.eos,
+        match &self.vocab {
+            VocabPart::InArtifact {
+                bytes,
+                offsets,
+                kinds,
+                ..
+            } => VocabRef {
+                bytes: self.arr(bytes),
+                offsets: self.arr(offsets),
+                kinds: KindsRef::Codes(self.arr(kinds)),
+                eos: self.meta.eos,
+            },
+            VocabPart::Shared(s) => s.vocab(),
         }
     }
 
-    /// The token trie, in place.
+    /// The token trie, in place (in the artifact or the shared vocabulary).
     pub fn trie(&self) -> TrieRef<'_> {
-        TrieRef {
-            nodes: self.arr(&self.ranges.trie_nodes),
-            token_ids: self.arr(&self.ranges.trie_tokens),
+        match &self.vocab {
+            VocabPart::InArtifact {
+                trie_nodes,
+                trie_tokens,
+                ..
+            } => TrieRef {
+                nodes: self.arr(trie_nodes),
+                token_ids: self.arr(trie_tokens),
+            },
+            VocabPart::Shared(s) => s.trie(),
         }
     }
 
@@ -508,9 +583,35 @@ impl Engine {
         self.backing.bytes().len()
     }
 
-    /// The artifact's bytes, as loaded (to save a compiled grammar to a file).
+    /// The artifact's bytes, as loaded: for an engine sharing its vocabulary, the
+    /// grammar alone ([`Engine::self_contained_bytes`] is what a file needs).
     pub fn artifact_bytes(&self) -> &[u8] {
         self.backing.bytes()
+    }
+
+    /// The artifact as a file holds it, loadable with [`Engine::load`]: the bytes as
+    /// loaded, or for an engine sharing its vocabulary, its sections with the
+    /// vocabulary's added.
+    pub fn self_contained_bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>, ArtifactError> {
+        let VocabPart::Shared(s) = &self.vocab else {
+            return Ok(std::borrow::Cow::Borrowed(self.backing.bytes()));
+        };
+        let artifact = Artifact::parse(self.backing.bytes())?;
+        let mut w = ArtifactWriter::new(artifact.grammar_hash(), artifact.vocab_hash());
+        for info in artifact.sections() {
+            w.add_section(info.kind, artifact.section(info.kind)?, info.align)?;
+        }
+        let v = s.vocab();
+        let kinds: Vec<u8> = (0..v.len() as u32)
+            .map(|id| kind_to_code(v.kind(id)))
+            .collect();
+        w.add_pod(layout::VOCAB_BYTES, v.bytes)?;
+        w.add_pod(layout::VOCAB_OFFSETS, v.offsets)?;
+        w.add_pod(layout::VOCAB_KINDS, &kinds)?;
+        let t = s.trie();
+        w.add_pod(layout::TRIE_NODES, t.nodes)?;
+        w.add_pod(layout::TRIE_TOKENS, t.token_ids)?;
+        Ok(std::borrow::Cow::Owned(w.finish()))
     }
 
     /// Words in a mask.
@@ -527,15 +628,7 @@ impl Engine {
                 let v = self.vocab();
                 let entries = (0..v.len() as u32)
                     .map(|id| {
-                        let kind = match v.kinds {
-                            KindsRef::Codes(c) if c[id as usize] == layout::kind_code::NORMAL => {
-                                TokenKind::Normal
-                            }
-                            KindsRef::Codes(c) if c[id as usize] == layout::kind_code::SPECIAL => {
-                                TokenKind::Special
-                            }
-                            _ => TokenKind::Unused,
-                        };
+                        let kind = v.kind(id);
                         (kind != TokenKind::Unused).then(|| (v.token_bytes(id).to_vec(), kind))
                     })
                     .collect();

@@ -12,10 +12,12 @@ pub mod glr;
 mod matcher;
 pub mod reference;
 mod session;
+pub mod shared_vocab;
 
 pub use engine::{Engine, EngineError};
 pub use matcher::{Matcher, DEFAULT_MAX_ROLLBACK};
 pub use session::MatchError;
+pub use shared_vocab::SharedVocab;
 pub mod trie_walk;
 
 /// An incremental recognizer of the byte-level language of a grammar.
