@@ -17,8 +17,8 @@
 //! nodes whose byte ends it. A grammar's walk takes the tokens as they are and goes on
 //! from the exits only, where its own terminals start.
 
+use rustc_hash::FxHashMap;
 use stackmask_formats::{TokenTrie, TrieRef};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The automaton of one lexeme from one state, in canonical form: state 0 is the start,
@@ -39,21 +39,37 @@ impl BodyTable {
     /// The canonical form of the automaton reachable from `start`, where `step(s, b)`
     /// is [`BodyTable::END`], [`BodyTable::DEAD`] or the next state (any numbering),
     /// with the original state of each canonical one; `None` past
-    /// [`BodyTable::MAX_STATES`].
-    pub fn canonical(start: u32, step: impl Fn(u32, u8) -> u32) -> Option<(BodyTable, Vec<u32>)> {
+    /// [`BodyTable::MAX_STATES`], or on reaching a state `too_big` says has no
+    /// canonical form (what it reaches, `start` reaches too).
+    pub fn canonical(
+        start: u32,
+        step: impl Fn(u32, u8) -> u32,
+        too_big: impl Fn(u32) -> bool,
+    ) -> Option<(BodyTable, Vec<u32>)> {
         let mut states = vec![start];
-        let mut index: HashMap<u32, u32> = HashMap::from([(start, 0)]);
+        let mut index: FxHashMap<u32, u32> = FxHashMap::default();
+        index.insert(start, 0);
         let mut table = Vec::new();
         let mut i = 0;
         while i < states.len() {
             let s = states[i];
+            // Runs of bytes mostly share their target: look it up once per run.
+            let mut last: Option<(u32, u32)> = None;
             for b in 0..=255u8 {
                 let code = match step(s, b) {
                     code @ (Self::END | Self::DEAD) => code,
-                    next => *index.entry(next).or_insert_with(|| {
-                        states.push(next);
-                        states.len() as u32 - 1
-                    }),
+                    next if last.is_some_and(|(n, _)| n == next) => last.expect("checked").1,
+                    next => {
+                        let code = *index.entry(next).or_insert_with(|| {
+                            states.push(next);
+                            states.len() as u32 - 1
+                        });
+                        if code as usize == states.len() - 1 && too_big(next) {
+                            return None;
+                        }
+                        last = Some((next, code));
+                        code
+                    }
                 };
                 table.push(code);
             }
@@ -152,9 +168,9 @@ pub struct Interned {
 /// Interned body tables and the walks kept.
 #[derive(Default)]
 struct Store {
-    ids: HashMap<BodyTable, u32>,
+    ids: FxHashMap<BodyTable, u32>,
     tables: Vec<Arc<BodyTable>>,
-    walks: HashMap<(u32, u32), Arc<BodyWalk>>,
+    walks: FxHashMap<(u32, u32), Arc<BodyWalk>>,
     bytes: usize,
 }
 
@@ -282,8 +298,8 @@ mod tests {
                 });
             }
             let start = 100 + rng.below(n as u64) as u32;
-            let (ta, sa) = BodyTable::canonical(start, step_of(&a)).unwrap();
-            let (tb, sb) = BodyTable::canonical(to_b(start), step_of(&b)).unwrap();
+            let (ta, sa) = BodyTable::canonical(start, step_of(&a), |_| false).unwrap();
+            let (tb, sb) = BodyTable::canonical(to_b(start), step_of(&b), |_| false).unwrap();
             assert_eq!(ta, tb);
             // Each canonical state stands for corresponding original states.
             assert_eq!(sa.iter().map(|&s| to_b(s)).collect::<Vec<_>>(), sb);
@@ -294,7 +310,11 @@ mod tests {
     #[test]
     fn automata_past_the_limit_have_no_canonical_form() {
         let chain = |len: u32| {
-            BodyTable::canonical(0, move |s, _| if s < len { s + 1 } else { BodyTable::DEAD })
+            BodyTable::canonical(
+                0,
+                move |s, _| if s < len { s + 1 } else { BodyTable::DEAD },
+                |_| false,
+            )
         };
         assert!(chain(BodyTable::MAX_STATES as u32 - 1).is_some());
         assert!(chain(BodyTable::MAX_STATES as u32).is_none());
@@ -351,7 +371,7 @@ mod tests {
             let prepared = PreparedTrie::new(crate::vocab::build_trie(&vocab));
             let n = 1 + rng.below(6) as u32;
             let a = random_automaton(&mut rng, n);
-            let (table, _) = BodyTable::canonical(100, step_of(&a)).unwrap();
+            let (table, _) = BodyTable::canonical(100, step_of(&a), |_| false).unwrap();
             let interned = prepared.intern(table.clone());
             let t = prepared.trie().view();
             let mut root = 1;

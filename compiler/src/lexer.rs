@@ -140,8 +140,11 @@ fn compile_terminal_with(
         }
         return Ok(dfa);
     }
+    let started = std::time::Instant::now();
     let (reachable, dfa) = build_terminal(regex, limits, max_states, states_limit)?;
-    TerminalCache::put(key, reachable, &dfa);
+    if reachable >= TerminalCache::MIN_STATES || started.elapsed() >= TerminalCache::MIN_TIME {
+        TerminalCache::put(key, reachable, &dfa);
+    }
     Ok(dfa)
 }
 
@@ -150,8 +153,10 @@ fn compile_terminal_with(
 /// A pure function's results: JSON Schemas repeat a few expensive terminals from one
 /// schema to the next (`"date-time"` is 11,000 states and half a second of parsing,
 /// determinization and minimization; `uri`, `email`, counted patterns), and a serving
-/// process or `stackmask compile A.json B.json …` compiles schema after schema. Only
-/// terminals of [`TerminalCache::MIN_STATES`] reachable states or more are kept, up to
+/// process or `stackmask compile A.json B.json …` compiles schema after schema; and the
+/// plain JSON string, 17 states, takes 2 ms (its character class spans all of Unicode).
+/// Only terminals of [`TerminalCache::MIN_STATES`] reachable states or more, or that
+/// took [`TerminalCache::MIN_TIME`] or more to build, are kept, up to
 /// [`TerminalCache::MAX_BYTES`] of tables in all; past that nothing more is added.
 struct TerminalCache {
     /// Per key: the reachable states before minimization (what the state limit is
@@ -161,8 +166,10 @@ struct TerminalCache {
 }
 
 impl TerminalCache {
-    /// Terminals smaller than this are cheaper to rebuild than to keep.
+    /// Terminals smaller than this are cheaper to rebuild than to keep…
     const MIN_STATES: usize = 256;
+    /// … unless they took this long to build.
+    const MIN_TIME: std::time::Duration = std::time::Duration::from_micros(200);
     /// The tables kept, in bytes (4 per transition).
     const MAX_BYTES: usize = 64 << 20;
 
@@ -178,9 +185,6 @@ impl TerminalCache {
     }
 
     fn put(key: (String, LexerLimits), reachable: usize, dfa: &ByteDfa) {
-        if reachable < Self::MIN_STATES {
-            return;
-        }
         let bytes = dfa.trans.len() * 4 + dfa.flags.len() + key.0.len();
         let mut shared = Self::shared();
         let cache = shared.get_or_insert_with(|| TerminalCache {

@@ -202,40 +202,78 @@ pub struct ParserDwaStats {
 /// their windows.
 #[derive(Default)]
 struct ChunkStore {
-    ids: FxHashMap<(u32, Vec<u32>), u32>,
+    /// Chunk ids by `[start word, words…]`.
+    ids: FxHashMap<Vec<u32>, u32>,
     /// Per chunk id: its start word and words.
     chunks: Vec<(u32, Vec<u32>)>,
+}
+
+/// The words of window `w` a chunk holds, `first..end` within the window: from the
+/// block of its first nonzero word to the end of the block of its last (`len`, the
+/// window's length, where the mask ends sooner).
+fn chunk_span(first: usize, last: usize, len: usize) -> (usize, usize) {
+    let block = ParserDwa::BLOCK_WORDS as usize;
+    (
+        first / block * block,
+        (last + 1).div_ceil(block).saturating_mul(block).min(len),
+    )
 }
 
 impl ChunkStore {
     /// The chunk ids of the dense mask words `dense`: the nonzero part of each
     /// aligned window that has one, widened to whole blocks of
-    /// [`ParserDwa::BLOCK_WORDS`] (the mask's end excepted), in order.
-    fn intern(&mut self, dense: &[u32]) -> Vec<u32> {
+    /// [`ParserDwa::BLOCK_WORDS`] (the mask's end excepted), in order. `key` is
+    /// scratch space.
+    fn intern(&mut self, dense: &[u32], key: &mut Vec<u32>) -> Vec<u32> {
         let window = ParserDwa::CHUNK_WORDS as usize;
-        let block = ParserDwa::BLOCK_WORDS as usize;
         let mut out = Vec::new();
         for (w, words) in dense.chunks(window).enumerate() {
             let Some(first) = words.iter().position(|&x| x != 0) else {
                 continue;
             };
             let last = words.iter().rposition(|&x| x != 0).expect("a nonzero word");
-            let (first, end) = (
-                first / block * block,
-                (last + 1)
-                    .div_ceil(block)
-                    .saturating_mul(block)
-                    .min(words.len()),
-            );
-            let key = ((w * window + first) as u32, words[first..end].to_vec());
-            let next = self.chunks.len() as u32;
-            let id = *self.ids.entry(key).or_insert_with_key(|key| {
-                self.chunks.push(key.clone());
-                next
-            });
-            out.push(id);
+            let (first, end) = chunk_span(first, last, words.len());
+            key.clear();
+            key.push((w * window + first) as u32);
+            key.extend_from_slice(&words[first..end]);
+            out.push(self.intern_chunk(key));
         }
         out
+    }
+
+    /// [`ChunkStore::intern`] of the mask with the token ids `ids` (ascending, no
+    /// duplicates) out of `words` mask words, without the mask: the same chunks.
+    fn intern_ids(&mut self, ids: &[u32], words: usize, key: &mut Vec<u32>) -> Vec<u32> {
+        let window = ParserDwa::CHUNK_WORDS as usize;
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < ids.len() {
+            let w = ids[i] as usize / 32 / window;
+            let j = i + ids[i..].partition_point(|&t| t as usize / 32 / window == w);
+            let word = |t: u32| t as usize / 32 - w * window;
+            let len = window.min(words - w * window);
+            let (first, end) = chunk_span(word(ids[i]), word(ids[j - 1]), len);
+            key.clear();
+            key.push((w * window + first) as u32);
+            key.resize(1 + end - first, 0);
+            for &t in &ids[i..j] {
+                key[1 + word(t) - first] |= 1 << (t % 32);
+            }
+            out.push(self.intern_chunk(key));
+            i = j;
+        }
+        out
+    }
+
+    /// The id of the chunk `key` (`[start word, words…]`).
+    fn intern_chunk(&mut self, key: &[u32]) -> u32 {
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        let id = self.chunks.len() as u32;
+        self.chunks.push((key[0], key[1..].to_vec()));
+        self.ids.insert(key.to_vec(), id);
+        id
     }
 }
 
@@ -583,6 +621,10 @@ struct Step<'a> {
 }
 
 impl Builder<'_> {
+    /// Token sets up to this size are cut into chunks from their ids
+    /// ([`ChunkStore::intern_ids`]), larger ones through a whole mask.
+    const FEW_TOKENS: u32 = 1024;
+
     /// The boundary's automaton, or `None` past the per-boundary budget.
     fn build(
         &self,
@@ -781,7 +823,33 @@ impl Builder<'_> {
 
     /// The chunks of a class set's tokens, interned in the shared store.
     fn token_chunks(&self, set: &ClassSet, vocab_len: usize) -> Vec<u32> {
-        let mut dense = vec![0u32; vocab_len.div_ceil(32)];
+        let words = vocab_len.div_ceil(32);
+        let mut key = Vec::new();
+        // A few tokens (most sets outside wide lexemes): their chunks straight from
+        // the ids, without a whole mask to fill and scan.
+        let size: u32 = set
+            .iter()
+            .map(|class| {
+                let tokens = &self.tdwa.class_tokens[class as usize];
+                tokens.ranges.iter().map(|&(a, b)| b - a).sum::<u32>() + tokens.eos as u32
+            })
+            .sum();
+        if size <= Self::FEW_TOKENS {
+            let mut ids: Vec<u32> = set
+                .iter()
+                .flat_map(|class| {
+                    self.tdwa.class_tokens[class as usize].ids(self.token_ids, self.eos)
+                })
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            return self
+                .chunks
+                .lock()
+                .expect("no builder panicked")
+                .intern_ids(&ids, words, &mut key);
+        }
+        let mut dense = vec![0u32; words];
         for class in set.iter() {
             let tokens = &self.tdwa.class_tokens[class as usize];
             match self.dense_class(tokens, dense.len()) {
@@ -797,7 +865,7 @@ impl Builder<'_> {
         self.chunks
             .lock()
             .expect("no builder panicked")
-            .intern(&dense)
+            .intern(&dense, &mut key)
     }
 
     /// The mask words of class `tokens`' ranges (end of sequence aside) if it is large
@@ -1030,5 +1098,44 @@ impl Step<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::XorShift;
+
+    /// A set's chunks cut from its ids are the chunks of its mask: random sets, sparse
+    /// and clustered, over mask lengths that end inside a window and a block.
+    #[test]
+    fn chunks_from_ids_are_the_chunks_of_the_mask() {
+        let mut rng = XorShift(0xc4_0c5);
+        let (mut by_ids, mut by_mask) = (ChunkStore::default(), ChunkStore::default());
+        let mut key = Vec::new();
+        for case in 0..400 {
+            let vocab_len = 1 + rng.below(20_000) as usize;
+            let words = vocab_len.div_ceil(32);
+            let n = rng.below(300) as usize;
+            let centre = rng.below(vocab_len as u64);
+            let mut ids: Vec<u32> = (0..n)
+                .map(|_| match rng.below(2) {
+                    0 => rng.below(vocab_len as u64) as u32,
+                    _ => (centre + rng.below(600)).min(vocab_len as u64 - 1) as u32,
+                })
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let mut dense = vec![0u32; words];
+            set_bits(&mut dense, ids.iter().copied());
+            let a = by_ids.intern_ids(&ids, words, &mut key);
+            let b = by_mask.intern(&dense, &mut key);
+            let chunks = |store: &ChunkStore, ids: &[u32]| -> Vec<(u32, Vec<u32>)> {
+                ids.iter()
+                    .map(|&c| store.chunks[c as usize].clone())
+                    .collect()
+            };
+            assert_eq!(chunks(&by_ids, &a), chunks(&by_mask, &b), "case {case}");
+        }
     }
 }

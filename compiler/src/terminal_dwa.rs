@@ -535,7 +535,13 @@ impl<'a> Lexing<'a> {
                 }
             }
         };
-        let body = BodyTable::canonical(state, step).map(|(table, states)| {
+        let too_big = |s: u32| {
+            matches!(
+                self.bodies.lock().expect("no walk panicked").get(&s),
+                Some(None)
+            )
+        };
+        let body = BodyTable::canonical(state, step, too_big).map(|(table, states)| {
             Arc::new(Body {
                 table: self.trie.intern(table),
                 states,
