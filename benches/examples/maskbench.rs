@@ -10,8 +10,11 @@
 //! ```
 //!
 //! - Compile is grammar text to a ready matcher: for stackmask the schema front end,
-//!   lexer, LR(1), mask path, the artifact and `Engine::from_bytes` (no file is
-//!   written); for llguidance `TopLevelGrammar` from `start: %json {…}` to a `Matcher`.
+//!   lexer, LR(1), mask path, the artifact of the grammar and
+//!   `Engine::from_bytes_sharing` over the vocabulary validated once (what Python's
+//!   `Compiler` does; no file is written); for llguidance `TopLevelGrammar` from
+//!   `start: %json {…}` to a `Matcher`. Both keep their caches across schemas
+//!   (stackmask's: lexeme bodies walked and terminal DFAs built).
 //! - Instances are the schema's `tests`, written compactly (`serde_json::to_string`)
 //!   and tokenized canonically; a verdict is "every token commits and the end is
 //!   accepting" (llguidance: EOS is in its last mask). llguidance is given the same
@@ -35,7 +38,7 @@ use stackmask_compiler::budget::Deadline;
 use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions};
 use stackmask_compiler::{pipeline, vocab};
 use stackmask_formats::artifact::AlignedBytes;
-use stackmask_runtime::{Engine, Matcher};
+use stackmask_runtime::{Engine, Matcher, SharedVocab};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -222,7 +225,11 @@ fn main() {
 
     let started = Instant::now();
     let tokenizer = vocab::load_tokenizer(&spec).expect("tokenizer");
-    let trie = pipeline::PreparedTrie::new(vocab::build_trie(&tokenizer.vocab));
+    let trie = vocab::build_trie(&tokenizer.vocab);
+    let shared = Arc::new(
+        SharedVocab::new(tokenizer.vocab.clone(), trie.clone()).expect("shared vocabulary"),
+    );
+    let trie = pipeline::PreparedTrie::new(trie);
     let ours_setup = started.elapsed();
     let started = Instant::now();
     let env = LlgEnv::new(&PeerVocab::from_vocabulary(&tokenizer.vocab)).expect("llguidance");
@@ -272,17 +279,18 @@ fn main() {
             .and_then(|(lexed, _warnings)| {
                 let compiled =
                     pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline).ok()?;
-                let built = pipeline::build_artifact_for_vocab(
+                let built = pipeline::build_grammar_for_vocab(
                     &compiled,
                     &text,
                     &name,
                     prepared,
+                    shared.content_hash(),
                     &options,
                     &deadline,
                     &|_| {},
                 )
                 .ok()?;
-                Engine::from_bytes(AlignedBytes::from_slice(&built.bytes))
+                Engine::from_bytes_sharing(AlignedBytes::from_slice(&built.bytes), shared.clone())
                     .ok()
                     .map(Arc::new)
             });
