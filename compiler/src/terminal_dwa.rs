@@ -384,7 +384,16 @@ impl<'a> Lexing<'a> {
         };
         let mut classes = ClassInterner::default();
 
-        self.walk_first_bytes(&root, trie, &mut words, &mut classes, max_states, poll)?;
+        let mut scratch = WalkScratch::default();
+        self.walk_first_bytes(
+            &root,
+            trie,
+            &mut words,
+            &mut classes,
+            max_states,
+            poll,
+            &mut scratch,
+        )?;
         let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
 
         // End of sequence: the grammar lexeme in progress ends, then end of input.
@@ -470,6 +479,7 @@ impl<'a> Lexing<'a> {
     /// and replayed ([`Lexing::subtree`]). Boundaries inside long lexemes (strings,
     /// names) mostly differ in their first bytes only. (Memoizing deeper levels too was
     /// measured slower: their subtrees are small and the keys many.)
+    #[allow(clippy::too_many_arguments)]
     fn walk_first_bytes(
         &self,
         threads: &[Thread],
@@ -478,6 +488,7 @@ impl<'a> Lexing<'a> {
         classes: &mut ClassInterner,
         max_states: usize,
         poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
     ) -> Result<(), TerminalDwaError> {
         let mut next: Vec<Thread> = Vec::new();
         let mut c = 1;
@@ -498,15 +509,15 @@ impl<'a> Lexing<'a> {
                 };
                 if let Some(body) = body {
                     let th = next[0];
-                    self.walk_body(c, th, &body, words, classes, max_states, poll)?;
+                    self.walk_body(c, th, &body, words, classes, max_states, poll, scratch)?;
                 } else if next.iter().all(|th| th.word == 0) {
-                    let sub = self.subtree(c, &next, trie, max_states, poll)?;
+                    let sub = self.subtree(c, &next, trie, max_states, poll, scratch)?;
                     sub.replay(words, classes);
                     if words.len() > max_states {
                         return Err(TerminalDwaLimitError { limit: max_states }.into());
                     }
                 } else {
-                    self.walk(c, &next, trie, words, classes, max_states, poll)?;
+                    self.walk(c, &next, trie, words, classes, max_states, poll, scratch)?;
                 }
             }
             c = trie.subtree_end(c);
@@ -567,6 +578,7 @@ impl<'a> Lexing<'a> {
         classes: &mut ClassInterner,
         max_states: usize,
         poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
     ) -> Result<(), TerminalDwaError> {
         let walk = self.trie.walk(root, &body.table);
         let check = match th.kind {
@@ -595,7 +607,16 @@ impl<'a> Lexing<'a> {
             if words.len() > max_states {
                 return Err(TerminalDwaLimitError { limit: max_states }.into());
             }
-            self.walk(node as usize, &next, trie, words, classes, max_states, poll)?;
+            self.walk(
+                node as usize,
+                &next,
+                trie,
+                words,
+                classes,
+                max_states,
+                poll,
+                scratch,
+            )?;
         }
         Ok(())
     }
@@ -610,6 +631,7 @@ impl<'a> Lexing<'a> {
         trie: TrieRef<'_>,
         max_states: usize,
         poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
     ) -> Result<Arc<Subtree>, TerminalDwaError> {
         let key: SubtreeKey = (
             from as u32,
@@ -629,6 +651,7 @@ impl<'a> Lexing<'a> {
             &mut classes,
             max_states,
             poll,
+            scratch,
         )?;
         let sub = Arc::new(Subtree {
             preds: words.preds,
@@ -655,12 +678,19 @@ impl<'a> Lexing<'a> {
         classes: &mut ClassInterner,
         max_states: usize,
         poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
     ) -> Result<(), TerminalDwaError> {
-        // Depth-first over the flat token trie; levels[d] = threads d bytes below `from`.
+        // Depth-first over the flat token trie; levels[d] = threads d bytes below `from`
+        // (a level is written before it is read: its node's parent is the last node
+        // visited one level up).
         let base = trie.nodes[from].depth as usize;
-        let mut levels: Vec<Vec<Thread>> = vec![threads.to_vec()];
-        let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
-        self.add_tokens(trie, from, &levels[0], classes, &mut outcome);
+        let WalkScratch { levels, outcome } = scratch;
+        if levels.is_empty() {
+            levels.push(Vec::new());
+        }
+        levels[0].clear();
+        levels[0].extend_from_slice(threads);
+        self.add_tokens(trie, from, &levels[0], classes, outcome);
         let end = trie.subtree_end(from);
         let mut i = from + 1;
         while i < end {
@@ -684,7 +714,7 @@ impl<'a> Lexing<'a> {
             if words.len() > max_states {
                 return Err(TerminalDwaLimitError { limit: max_states }.into());
             }
-            self.add_tokens(trie, i, next, classes, &mut outcome);
+            self.add_tokens(trie, i, next, classes, outcome);
             i += 1;
         }
         Ok(())
@@ -820,6 +850,14 @@ pub enum TerminalDwaError {
     /// The compile's time limit passed, or it was cancelled.
     #[error(transparent)]
     Budget(#[from] BudgetError),
+}
+
+/// Buffers [`Lexing::walk`] reuses from one call to the next (a boundary inside a
+/// string walks once per exit, thousands of times).
+#[derive(Default)]
+struct WalkScratch {
+    levels: Vec<Vec<Thread>>,
+    outcome: Vec<(u32, FinalCheck)>,
 }
 
 /// Words as a DAG with interned nodes (see [`TerminalDwa`]); node 0 is the empty word.
