@@ -279,12 +279,14 @@ fn main() {
             .and_then(|(lexed, _warnings)| {
                 let compiled =
                     pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline).ok()?;
-                let built = pipeline::build_grammar_for_vocab(
+                let built = pipeline::build_artifact_for_vocab(
                     &compiled,
                     &text,
                     &name,
                     prepared,
-                    shared.content_hash(),
+                    pipeline::ArtifactForm::GrammarAlone {
+                        vocab_hash: shared.content_hash(),
+                    },
                     &options,
                     &deadline,
                     &|_| {},

@@ -708,6 +708,7 @@ fn compile_for_vocab(
         &source,
         &path.display().to_string(),
         prepared,
+        pipeline::ArtifactForm::SelfContained,
         options,
         &deadline,
         &|_| {},

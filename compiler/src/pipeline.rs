@@ -396,6 +396,7 @@ pub fn build_artifact_from_lexed(
             vocab: &tokenizer.vocab,
             trie: &trie,
         },
+        ArtifactForm::SelfContained,
         options,
         deadline,
         &progress,
@@ -436,66 +437,32 @@ pub struct BuiltForVocab {
     pub bytes: Vec<u8>,
 }
 
+/// What [`build_artifact_for_vocab`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArtifactForm {
+    /// A file `stackmask compile` writes and `Engine::load` reads: the grammar with its
+    /// vocabulary and trie.
+    SelfContained,
+    /// The grammar alone, for an engine that shares its vocabulary with others
+    /// (`stackmask_runtime::Engine::from_bytes_sharing`, as Python's `Compiler` builds
+    /// them): it records `vocab_hash` (the vocabulary's content hash, computed once),
+    /// so no grammar copies, checksums or validates the vocabulary again.
+    GrammarAlone {
+        /// `SharedVocab::content_hash` of the vocabulary.
+        vocab_hash: u64,
+    },
+}
+
 /// The stages after the LR tables for a prepared vocabulary: Terminal DWAs, templates
-/// and Parser DWA, then the artifact bytes. `progress` is told each stage's name, and
-/// in the Parser DWA stage how many lexer boundaries are built.
+/// and Parser DWA, then the artifact bytes in `form`. `progress` is told each stage's
+/// name, and in the Parser DWA stage how many lexer boundaries are built.
+#[allow(clippy::too_many_arguments)]
 pub fn build_artifact_for_vocab(
     compiled: &CompiledParser,
     source: &str,
     grammar_name: &str,
     vocab: VocabInputs<'_>,
-    options: &CompileOptions,
-    deadline: &Deadline,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<BuiltForVocab, BuildError> {
-    build_for_vocab(
-        compiled,
-        source,
-        grammar_name,
-        vocab,
-        None,
-        options,
-        deadline,
-        progress,
-    )
-}
-
-/// [`build_artifact_for_vocab`] for an engine that shares its vocabulary with others
-/// (`stackmask_runtime::Engine::from_bytes_sharing`, as Python's `Compiler` builds
-/// them): the bytes hold the grammar alone, recording `vocab_hash` (the vocabulary's
-/// content hash, computed once), so no grammar copies, checksums or validates the
-/// vocabulary again.
-#[allow(clippy::too_many_arguments)]
-pub fn build_grammar_for_vocab(
-    compiled: &CompiledParser,
-    source: &str,
-    grammar_name: &str,
-    vocab: VocabInputs<'_>,
-    vocab_hash: u64,
-    options: &CompileOptions,
-    deadline: &Deadline,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<BuiltForVocab, BuildError> {
-    build_for_vocab(
-        compiled,
-        source,
-        grammar_name,
-        vocab,
-        Some(vocab_hash),
-        options,
-        deadline,
-        progress,
-    )
-}
-
-/// The two above: a self-contained artifact, or with `shared_hash` the grammar alone.
-#[allow(clippy::too_many_arguments)]
-fn build_for_vocab(
-    compiled: &CompiledParser,
-    source: &str,
-    grammar_name: &str,
-    vocab: VocabInputs<'_>,
-    shared_hash: Option<u64>,
+    form: ArtifactForm,
     options: &CompileOptions,
     deadline: &Deadline,
     progress: &(dyn Fn(&str) + Sync),
@@ -523,9 +490,11 @@ fn build_for_vocab(
         parser_dwa: &parser_dwa,
         dwa_stats,
     };
-    let bytes = match shared_hash {
-        None => crate::artifact::build_artifact(compiled, &inputs)?,
-        Some(hash) => crate::artifact::build_grammar_artifact(compiled, &inputs, hash)?,
+    let bytes = match form {
+        ArtifactForm::SelfContained => crate::artifact::build_artifact(compiled, &inputs)?,
+        ArtifactForm::GrammarAlone { vocab_hash } => {
+            crate::artifact::build_grammar_artifact(compiled, &inputs, vocab_hash)?
+        }
     };
     Ok(BuiltForVocab {
         parser_dwa,

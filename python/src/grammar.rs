@@ -15,8 +15,8 @@ use stackmask_compiler::budget::{CancelFlag, Deadline};
 use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
 use stackmask_compiler::pipeline::PreparedTrie;
 use stackmask_compiler::pipeline::{
-    build_grammar_for_vocab, compile_parser_within, lex_grammar_source_within,
-    lex_schema_source_within, CompileOptions, LexedGrammar, VocabInputs,
+    build_artifact_for_vocab, compile_parser_within, lex_grammar_source_within,
+    lex_schema_source_within, ArtifactForm, CompileOptions, LexedGrammar, VocabInputs,
 };
 use stackmask_compiler::vocab::build_trie;
 use stackmask_formats::artifact::AlignedBytes;
@@ -179,7 +179,7 @@ impl Compiler {
         let compiled =
             compile_parser_within(&lexed, options.lr_limits(), deadline).map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
-        let built = build_grammar_for_vocab(
+        let built = build_artifact_for_vocab(
             &compiled,
             source,
             name,
@@ -188,7 +188,9 @@ impl Compiler {
                 vocab,
                 trie: &self.trie,
             },
-            self.shared.content_hash(),
+            ArtifactForm::GrammarAlone {
+                vocab_hash: self.shared.content_hash(),
+            },
             options,
             deadline,
             &|_| {},

@@ -8,7 +8,7 @@ mod common;
 mod compiled_support;
 
 use stackmask_compiler::budget::Deadline;
-use stackmask_compiler::pipeline::{self, CompileOptions, PreparedTrie, VocabInputs};
+use stackmask_compiler::pipeline::{self, ArtifactForm, CompileOptions, PreparedTrie, VocabInputs};
 use stackmask_compiler::vocab;
 use stackmask_formats::artifact::AlignedBytes;
 use stackmask_runtime::{Engine, EngineError, Matcher, SharedVocab};
@@ -31,29 +31,24 @@ fn json_both_ways(spec: &str) -> (Vec<u8>, Vec<u8>, Arc<SharedVocab>, vocab::Tok
     };
     let options = CompileOptions::default();
     let deadline = Deadline::unlimited();
-    let whole = pipeline::build_artifact_for_vocab(
-        &compiled,
-        &source,
-        "json",
-        inputs,
-        &options,
-        &deadline,
-        &|_| {},
-    )
-    .unwrap()
-    .bytes;
-    let alone = pipeline::build_grammar_for_vocab(
-        &compiled,
-        &source,
-        "json",
-        inputs,
-        shared.content_hash(),
-        &options,
-        &deadline,
-        &|_| {},
-    )
-    .unwrap()
-    .bytes;
+    let build = |form| {
+        pipeline::build_artifact_for_vocab(
+            &compiled,
+            &source,
+            "json",
+            inputs,
+            form,
+            &options,
+            &deadline,
+            &|_| {},
+        )
+        .unwrap()
+        .bytes
+    };
+    let whole = build(ArtifactForm::SelfContained);
+    let alone = build(ArtifactForm::GrammarAlone {
+        vocab_hash: shared.content_hash(),
+    });
     (whole, alone, shared, tokenizer)
 }
 

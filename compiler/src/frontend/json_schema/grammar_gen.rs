@@ -1679,6 +1679,10 @@ impl<'a> Generator<'a> {
             let ap = child(ptr, "additionalProperties");
             extras.push((keys, additional.clone().unwrap_or(json!(true)), ap));
         }
+        // Names no string can be (`propertyNames` that allow none) are no member: no
+        // terminal whose language is empty (the lexer refuses those in Lark text, where a
+        // `%json` block's terminals end up).
+        extras.retain(|(h, _, _)| h.properties().minimum_len().is_some());
         let n_req = slots.iter().filter(|s| s.2).count() as u64;
         let mut min = count(m, "minProperties", ptr)?.unwrap_or(0);
         let mut max = count(m, "maxProperties", ptr)?;

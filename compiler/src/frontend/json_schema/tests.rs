@@ -471,3 +471,21 @@ fn decimal_bounds_on_numbers() {
         agrees_with_validator(&s, &instances);
     }
 }
+
+/// `propertyNames` that no string satisfies leave no name terminal behind: as an empty
+/// terminal it made a `%json` block in Lark (whose lexer refuses terminals that match
+/// nothing) an error while the schema itself compiles; the object can only be `{}`.
+#[test]
+fn names_no_string_can_be_leave_no_terminal() {
+    let schema = json!({"type": "object", "propertyNames": {"type": "integer"}});
+    let lark = format!("start: %json {schema}\n");
+    let lexed =
+        crate::pipeline::lex_grammar_source(&lark, "names.lark").unwrap_or_else(|e| panic!("{e}"));
+    assert!(lexed
+        .grammar
+        .terminals
+        .iter()
+        .all(|t| !t.name.starts_with("property name")));
+    let ok = accepts(&schema, &SchemaOptions::default());
+    assert!(ok("{}") && !ok("{\"a\":1}"));
+}
