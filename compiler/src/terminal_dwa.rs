@@ -473,7 +473,9 @@ impl<'a> Lexing<'a> {
     }
 
     /// Walks the whole trie from the boundary's threads `threads`, one first byte (a
-    /// child of the root) at a time. Where, after that byte, no lexeme has ended yet
+    /// child of the root) at a time. Where, after that byte, one grammar lexeme is in
+    /// progress, the part of its subtree inside that lexeme comes from the
+    /// vocabulary's shared walks ([`Lexing::walk_body`]). Where no lexeme has ended yet
     /// (every thread still on the empty word), what its subtree yields depends only on
     /// the threads' lexeme states, not on the boundary: it is walked once per grammar
     /// and replayed ([`Lexing::subtree`]). Boundaries inside long lexemes (strings,
