@@ -11,15 +11,19 @@
 //!   the artifact reassembled by the writer with fresh checksums;
 //! - `3`: one section (next byte) replaced by the rest, reassembled the same way.
 //!
-//! Modes 1–3 reach the section validators of `Engine`, where the bugs would be.
+//! Modes 1–3 reach the section validators of `Engine`, where the bugs would be. With bit
+//! 2 of the first byte set, modes 2 and 3 also drop the vocabulary and trie sections and
+//! load the rest with `Engine::from_bytes_sharing` over the `bytes` vocabulary (the
+//! route of Python's `Compiler`); every other input is also offered to it, to be refused.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stackmask_formats::artifact::AlignedBytes;
+use stackmask_formats::artifact::{AlignedBytes, SectionKind};
+use stackmask_formats::layout;
 use stackmask_fuzz::compiled_support::Parts;
-use stackmask_runtime::{Engine, Matcher};
-use std::sync::Arc;
+use stackmask_runtime::{Engine, Matcher, SharedVocab};
+use std::sync::{Arc, OnceLock};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 // Container layout (formats/ARTIFACT.md): a 64-byte header whose last 8 bytes are the
@@ -62,6 +66,27 @@ fn fix_checksums(bytes: &mut [u8]) {
     bytes[OFF_HEADER_CHECKSUM..HEADER_LEN].copy_from_slice(&sum.to_le_bytes());
 }
 
+/// The `bytes` vocabulary and trie, validated once per process.
+fn shared_vocab() -> Arc<SharedVocab> {
+    static SHARED: OnceLock<Arc<SharedVocab>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            let tokenizer = stackmask_compiler::vocab::load_tokenizer("bytes").unwrap();
+            let trie = stackmask_compiler::vocab::build_trie(&tokenizer.vocab);
+            Arc::new(SharedVocab::new(tokenizer.vocab, trie).unwrap())
+        })
+        .clone()
+}
+
+/// The sections a grammar-alone artifact leaves out.
+const VOCAB_SECTIONS: [SectionKind; 5] = [
+    layout::VOCAB_BYTES,
+    layout::VOCAB_OFFSETS,
+    layout::VOCAB_KINDS,
+    layout::TRIE_NODES,
+    layout::TRIE_TOKENS,
+];
+
 fn hostile_artifact(data: &[u8]) -> Option<Vec<u8>> {
     let (&mode, rest) = data.split_first()?;
     let real = stackmask_fuzz::artifact("expr");
@@ -90,6 +115,9 @@ fn hostile_artifact(data: &[u8]) -> Option<Vec<u8>> {
                 }
             } else {
                 *section = rest.to_vec();
+            }
+            if mode & 4 != 0 {
+                parts.sections.retain(|s| !VOCAB_SECTIONS.contains(&s.kind));
             }
             Some(parts.assemble())
         }
@@ -125,6 +153,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(engine) = Engine::from_bytes(AlignedBytes::from_slice(&bytes)) {
+        exercise(engine, data);
+    }
+    if let Ok(engine) = Engine::from_bytes_sharing(AlignedBytes::from_slice(&bytes), shared_vocab())
+    {
         exercise(engine, data);
     }
 });
