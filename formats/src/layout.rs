@@ -106,6 +106,16 @@ pub const TRIE_NODES: SectionKind = SectionKind::from_tag(*b"TRIN");
 /// Token trie token ids (`u32`).
 pub const TRIE_TOKENS: SectionKind = SectionKind::from_tag(*b"TRIT");
 
+/// The sections of the vocabulary and its trie: in a self-contained artifact, absent
+/// from one holding a grammar alone (loaded over a shared vocabulary).
+pub const VOCAB_SECTIONS: [SectionKind; 5] = [
+    VOCAB_BYTES,
+    VOCAB_OFFSETS,
+    VOCAB_KINDS,
+    TRIE_NODES,
+    TRIE_TOKENS,
+];
+
 /// Small structured facts about an artifact.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactMeta {

@@ -19,7 +19,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stackmask_formats::artifact::{AlignedBytes, SectionKind};
+use stackmask_formats::artifact::AlignedBytes;
 use stackmask_formats::layout;
 use stackmask_fuzz::compiled_support::Parts;
 use stackmask_runtime::{Engine, Matcher, SharedVocab};
@@ -78,15 +78,6 @@ fn shared_vocab() -> Arc<SharedVocab> {
         .clone()
 }
 
-/// The sections a grammar-alone artifact leaves out.
-const VOCAB_SECTIONS: [SectionKind; 5] = [
-    layout::VOCAB_BYTES,
-    layout::VOCAB_OFFSETS,
-    layout::VOCAB_KINDS,
-    layout::TRIE_NODES,
-    layout::TRIE_TOKENS,
-];
-
 fn hostile_artifact(data: &[u8]) -> Option<Vec<u8>> {
     let (&mode, rest) = data.split_first()?;
     let real = stackmask_fuzz::artifact("expr");
@@ -117,7 +108,9 @@ fn hostile_artifact(data: &[u8]) -> Option<Vec<u8>> {
                 *section = rest.to_vec();
             }
             if mode & 4 != 0 {
-                parts.sections.retain(|s| !VOCAB_SECTIONS.contains(&s.kind));
+                parts
+                    .sections
+                    .retain(|s| !layout::VOCAB_SECTIONS.contains(&s.kind));
             }
             Some(parts.assemble())
         }

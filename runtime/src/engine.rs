@@ -60,16 +60,6 @@ pub enum EngineError {
     },
 }
 
-/// The sections of a vocabulary and its trie: in a self-contained artifact, absent
-/// from one that shares its vocabulary.
-const VOCAB_SECTIONS: [SectionKind; 5] = [
-    layout::VOCAB_BYTES,
-    layout::VOCAB_OFFSETS,
-    layout::VOCAB_KINDS,
-    layout::TRIE_NODES,
-    layout::TRIE_TOKENS,
-];
-
 /// Where the bytes live.
 enum Backing {
     /// An mmap of the artifact file (page-aligned, so in-place casts are aligned).
@@ -320,7 +310,10 @@ impl Engine {
         let (grammar_hash, vocab_hash) = (artifact.grammar_hash(), artifact.vocab_hash());
         let (vocab_part, vocab, maskable) = match &shared {
             None => {
-                if !VOCAB_SECTIONS.iter().any(|&k| artifact.has_section(k)) {
+                if !layout::VOCAB_SECTIONS
+                    .iter()
+                    .any(|&k| artifact.has_section(k))
+                {
                     return Err(invalid(
                         "the artifact holds the grammar alone, without its vocabulary: load it sharing a vocabulary (Engine::from_bytes_sharing), or save it with Engine::self_contained_bytes".into(),
                     ));
@@ -351,7 +344,10 @@ impl Engine {
                 (part, vocab, std::borrow::Cow::Owned(maskable(&vocab)))
             }
             Some(s) => {
-                if let Some(kind) = VOCAB_SECTIONS.iter().find(|&&k| artifact.has_section(k)) {
+                if let Some(kind) = layout::VOCAB_SECTIONS
+                    .iter()
+                    .find(|&&k| artifact.has_section(k))
+                {
                     return Err(invalid(format!(
                         "section {kind}: the artifact carries its own vocabulary; load it on its own, not sharing one"
                     )));
