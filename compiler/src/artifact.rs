@@ -6,7 +6,6 @@ use crate::pipeline::CompiledParser;
 use stackmask_formats::artifact::{content_hash, ArtifactError, ArtifactWriter};
 use stackmask_formats::layout::MaskStats;
 use stackmask_formats::layout::{self, ArtifactMeta};
-use stackmask_formats::vocab::kind_to_code;
 use stackmask_formats::{ParserDwa, TokenTrie, Vocabulary};
 
 /// Writes artifact bytes through a temporary file and a rename, so readers (which map
@@ -54,17 +53,7 @@ pub fn build_artifact(
     inputs: &ArtifactInputs<'_>,
 ) -> Result<Vec<u8>, ArtifactError> {
     let mut w = grammar_sections(compiled, inputs, inputs.vocab.content_hash())?;
-    w.add_pod(layout::VOCAB_BYTES, &inputs.vocab.bytes)?;
-    w.add_pod(layout::VOCAB_OFFSETS, &inputs.vocab.offsets)?;
-    let kinds: Vec<u8> = inputs
-        .vocab
-        .kinds
-        .iter()
-        .map(|&k| kind_to_code(k))
-        .collect();
-    w.add_pod(layout::VOCAB_KINDS, &kinds)?;
-    w.add_pod(layout::TRIE_NODES, &inputs.trie.nodes)?;
-    w.add_pod(layout::TRIE_TOKENS, &inputs.trie.token_ids)?;
+    layout::add_vocab_sections(&mut w, &inputs.vocab.view(), &inputs.trie.view())?;
     Ok(w.finish())
 }
 

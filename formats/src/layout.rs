@@ -5,8 +5,9 @@
 //! arrays are their own sections so the runtime uses them in place; everything small
 //! and structured is the bincode [`ArtifactMeta`].
 
-use crate::artifact::SectionKind;
+use crate::artifact::{ArtifactError, ArtifactWriter, SectionKind};
 use crate::Grammar;
+use crate::{TrieRef, VocabRef};
 use serde::{Deserialize, Serialize};
 
 /// Metadata (bincode).
@@ -115,6 +116,24 @@ pub const VOCAB_SECTIONS: [SectionKind; 5] = [
     TRIE_NODES,
     TRIE_TOKENS,
 ];
+
+/// Adds the [`VOCAB_SECTIONS`] of `vocab` and `trie` to `w` (kinds as
+/// [`kind_code`]s): what `build_artifact` writes and what an engine sharing its
+/// vocabulary adds back to save a self-contained file.
+pub fn add_vocab_sections(
+    w: &mut ArtifactWriter,
+    vocab: &VocabRef<'_>,
+    trie: &TrieRef<'_>,
+) -> Result<(), ArtifactError> {
+    let kinds: Vec<u8> = (0..vocab.len() as u32)
+        .map(|id| crate::vocab::kind_to_code(vocab.kind(id)))
+        .collect();
+    w.add_pod(VOCAB_BYTES, vocab.bytes)?;
+    w.add_pod(VOCAB_OFFSETS, vocab.offsets)?;
+    w.add_pod(VOCAB_KINDS, &kinds)?;
+    w.add_pod(TRIE_NODES, trie.nodes)?;
+    w.add_pod(TRIE_TOKENS, trie.token_ids)
+}
 
 /// Small structured facts about an artifact.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

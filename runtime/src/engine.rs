@@ -16,7 +16,7 @@
 //! record the vocabulary's hash, which loading checks.
 
 use crate::reference::ReferenceEngine;
-use crate::shared_vocab::{maskable, SharedVocab};
+use crate::shared_vocab::{maskable, validate_vocab_and_trie, SharedVocab};
 use bytemuck::Pod;
 use stackmask_formats::artifact::{
     AlignedBytes, Artifact, ArtifactError, ArtifactWriter, SectionKind,
@@ -24,7 +24,6 @@ use stackmask_formats::artifact::{
 use stackmask_formats::layout::{self, ArtifactMeta};
 use stackmask_formats::lr::{validate_lr_grammar, CombRef, LrSlices};
 use stackmask_formats::parser::split_dfas;
-use stackmask_formats::vocab::kind_to_code;
 use stackmask_formats::{
     KindsRef, ParserDwaRef, TablesRef, TokenKind, TokenTrie, TrieNode, TrieRef, VocabRef,
     Vocabulary,
@@ -330,10 +329,7 @@ impl Engine {
                     kinds: KindsRef::Codes(vocab_kinds),
                     eos: meta.eos,
                 };
-                vocab.validate().map_err(invalid)?;
-                let trie = TrieRef { nodes, token_ids };
-                trie.validate(vocab.len()).map_err(invalid)?;
-                trie.validate_tokens(&vocab).map_err(invalid)?;
+                validate_vocab_and_trie(&vocab, &TrieRef { nodes, token_ids }).map_err(invalid)?;
                 let part = VocabPart::InArtifact {
                     bytes,
                     offsets,
@@ -597,16 +593,7 @@ impl Engine {
         for info in artifact.sections() {
             w.add_section(info.kind, artifact.section(info.kind)?, info.align)?;
         }
-        let v = s.vocab();
-        let kinds: Vec<u8> = (0..v.len() as u32)
-            .map(|id| kind_to_code(v.kind(id)))
-            .collect();
-        w.add_pod(layout::VOCAB_BYTES, v.bytes)?;
-        w.add_pod(layout::VOCAB_OFFSETS, v.offsets)?;
-        w.add_pod(layout::VOCAB_KINDS, &kinds)?;
-        let t = s.trie();
-        w.add_pod(layout::TRIE_NODES, t.nodes)?;
-        w.add_pod(layout::TRIE_TOKENS, t.token_ids)?;
+        layout::add_vocab_sections(&mut w, &s.vocab(), &s.trie())?;
         Ok(std::borrow::Cow::Owned(w.finish()))
     }
 

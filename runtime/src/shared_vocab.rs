@@ -35,11 +35,8 @@ impl SharedVocab {
     /// Validates `trie` against `vocab` (as loading an artifact does) and hashes the
     /// vocabulary ([`Vocabulary::content_hash`]).
     pub fn new(vocab: Vocabulary, trie: TokenTrie) -> Result<SharedVocab, EngineError> {
-        let invalid = EngineError::Invalid;
         let v = vocab.view();
-        v.validate().map_err(invalid)?;
-        trie.view().validate(v.len()).map_err(invalid)?;
-        trie.view().validate_tokens(&v).map_err(invalid)?;
+        validate_vocab_and_trie(&v, &trie.view()).map_err(EngineError::Invalid)?;
         let maskable = maskable(&v);
         let hash = vocab.content_hash();
         Ok(SharedVocab {
@@ -69,6 +66,18 @@ impl SharedVocab {
     pub(crate) fn maskable(&self) -> &[u32] {
         &self.maskable
     }
+}
+
+/// Checks a vocabulary, then its trie against it (DFS structure, token ranges, the
+/// tokens' bytes), as loading an artifact does: afterwards no index either gives can
+/// be out of bounds.
+pub(crate) fn validate_vocab_and_trie(
+    vocab: &VocabRef<'_>,
+    trie: &TrieRef<'_>,
+) -> Result<(), String> {
+    vocab.validate()?;
+    trie.validate(vocab.len())?;
+    trie.validate_tokens(vocab)
 }
 
 /// The tokens a mask may hold (ordinary tokens and EOS) of a validated vocabulary, as
