@@ -172,10 +172,13 @@ impl Matcher {
             return;
         }
         mask[words..].fill(0);
-        if !self
-            .walk
-            .fill(&self.state, &self.engine.parser_dwa(), &mut mask[..words])
-        {
+        let low_water = self.state.take_gss_low_water();
+        if !self.walk.fill(
+            &self.state,
+            low_water,
+            &self.engine.parser_dwa(),
+            &mut mask[..words],
+        ) {
             // A boundary the compiler left to the trie walk (past its budget).
             self.fill_mask_by_trie_walk(mask);
         }

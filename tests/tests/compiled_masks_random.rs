@@ -186,7 +186,7 @@ fn run(cases: usize, steps: usize) {
 
 #[test]
 fn compiled_masks_match_the_reference_on_random_grammars() {
-    run(300, 12);
+    run(300, 25);
 }
 
 #[test]

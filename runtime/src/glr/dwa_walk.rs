@@ -13,7 +13,12 @@
 //! a node's first edge, added when it is created, points to an older node. So pairs
 //! are remembered at such nodes (and at the heads), which also keeps an ambiguous
 //! stack from being walked once per path, while a plain stack costs no lookups.
+//!
+//! Across masks: what a stretch of the walk collected is remembered per pair
+//! (`chain_memo`), so the next mask, after a commit that changed only the top of the
+//! stack, steps the new nodes and takes the rest from the memo in one slice.
 
+use super::chain_memo::{ChainMemo, Cont};
 use super::gss::{Gss, NONE};
 use super::mask_cache::MaskCache;
 use super::pair_set::PairSet;
@@ -36,6 +41,17 @@ pub(crate) struct DwaWalk {
     weights: Vec<u32>,
     /// Recent masks by the weights they are the union of.
     pub cache: MaskCache,
+    /// What the walk below a pair yields, from earlier masks of this matcher.
+    memo: ChainMemo,
+}
+
+/// Adds weight `w` (0: none) to `weights` unless this walk collected it already.
+#[inline]
+fn collect(collected: &mut [u32], walk: u32, weights: &mut Vec<u32>, w: u32) {
+    if w != 0 && collected[w as usize] != walk {
+        collected[w as usize] = walk;
+        weights.push(w);
+    }
 }
 
 impl DwaWalk {
@@ -49,10 +65,18 @@ impl DwaWalk {
     }
 
     /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
-    /// is cleared first and must have the Parser DWA's validated width. Returns
+    /// is cleared first and must have the Parser DWA's validated width. `low_water`
+    /// is the state's [`GlrState::take_gss_low_water`], taken right before. Returns
     /// `false`, with `mask` unspecified, if a group in progress is at a boundary the
     /// compiler left to the token-trie walk ([`ParserDwa::FALLBACK`]).
-    pub fn fill(&mut self, state: &GlrState, dwa: &ParserDwaRef<'_>, mask: &mut [u32]) -> bool {
+    pub fn fill(
+        &mut self,
+        state: &GlrState,
+        low_water: u32,
+        dwa: &ParserDwaRef<'_>,
+        mask: &mut [u32],
+    ) -> bool {
+        self.memo.begin(low_water);
         self.work.clear();
         self.seen.clear();
         self.weights.clear();
@@ -71,7 +95,7 @@ impl DwaWalk {
             if dwa.initial() == ParserDwa::FALLBACK {
                 return false;
             }
-            self.push_head(0, dwa.initial());
+            self.push(0, dwa.initial());
         } else {
             for g in &state.groups[state.current_frame()] {
                 let start = dwa.start(g.config, g.ignore);
@@ -82,63 +106,80 @@ impl DwaWalk {
                     continue;
                 }
                 for &h in &state.heads[g.heads_start as usize..g.heads_end as usize] {
-                    self.push_head(h, start);
+                    self.push(h, start);
                 }
             }
         }
         let gss: &Gss = &state.gss;
         while let Some((mut node, mut d)) = self.work.pop() {
-            // Down one path while it neither forks in the GSS nor in the automaton.
-            loop {
+            // Down one path while it neither forks in the GSS nor in the automaton,
+            // recorded as a chain (module `chain_memo`) unless it runs into one.
+            let cont = loop {
+                if let Some((weights, cont)) = self.memo.get(node, d) {
+                    for &w in weights {
+                        collect(&mut self.collected, self.walk, &mut self.weights, w);
+                    }
+                    self.memo.finish_into(node, d);
+                    break cont;
+                }
                 let n = gss.nodes[node as usize];
                 let (next, w) = dwa.step(d, n.state);
-                if w != 0 && self.collected[w as usize] != self.walk {
-                    self.collected[w as usize] = self.walk;
-                    self.weights.push(w);
-                }
+                self.memo.step(node, d, w);
+                collect(&mut self.collected, self.walk, &mut self.weights, w);
                 if next == ParserDwa::STOP || n.first_edge == NONE {
-                    break;
+                    break Cont::End;
                 }
                 let first = gss.edges[n.first_edge as usize];
                 if first.next == NONE && next & ParserDwa::FORK == 0 {
                     // One predecessor: a node with one edge is on no cycle (module docs).
                     let to = gss.nodes[first.to as usize];
-                    if to.first_edge != NONE && gss.edges[to.first_edge as usize].next != NONE {
-                        if self.seen.insert(first.to, next) {
-                            (node, d) = (first.to, next);
-                            continue;
-                        }
-                        break;
+                    if to.first_edge != NONE
+                        && gss.edges[to.first_edge as usize].next != NONE
+                        && !self.seen.insert(first.to, next)
+                    {
+                        break Cont::Pair {
+                            node: first.to,
+                            d: next,
+                        };
                     }
                     (node, d) = (first.to, next);
                     continue;
                 }
-                // A GSS fork or an automaton fork: every pair is remembered, so paths
-                // that meet again (two states of a fork reaching one state) are
-                // walked once.
-                let targets = if next & ParserDwa::FORK != 0 {
-                    dwa.fork(next)
-                } else {
-                    std::slice::from_ref(&next)
-                };
-                let mut e = n.first_edge;
-                while e != NONE {
-                    let edge = gss.edges[e as usize];
-                    for &t in targets {
-                        if self.seen.insert(edge.to, t) {
-                            self.work.push((edge.to, t));
+                break Cont::Fork { node, next };
+            };
+            if self.memo.recording() {
+                self.memo.finish(cont);
+            }
+            match cont {
+                Cont::End => {}
+                Cont::Pair { node, d } => self.push(node, d),
+                Cont::Fork { node, next } => {
+                    // A GSS fork or an automaton fork: every pair is remembered, so
+                    // paths that meet again (two states of a fork reaching one state)
+                    // are walked once.
+                    let targets = if next & ParserDwa::FORK != 0 {
+                        dwa.fork(next)
+                    } else {
+                        std::slice::from_ref(&next)
+                    };
+                    let mut e = gss.nodes[node as usize].first_edge;
+                    while e != NONE {
+                        let edge = gss.edges[e as usize];
+                        for &t in targets {
+                            self.push(edge.to, t);
                         }
+                        e = edge.next;
                     }
-                    e = edge.next;
                 }
-                break;
             }
         }
+        self.memo.end(gss.nodes.len() as u32);
         self.cache.write(dwa, &mut self.weights, mask);
         true
     }
 
-    fn push_head(&mut self, node: u32, d: u32) {
+    /// Queues `(node, d)` unless it was queued before.
+    fn push(&mut self, node: u32, d: u32) {
         if self.seen.insert(node, d) {
             self.work.push((node, d));
         }

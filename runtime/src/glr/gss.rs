@@ -31,17 +31,31 @@ pub(crate) struct Edge {
 pub(crate) struct Gss {
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
+    /// The fewest nodes the arena has held since [`Gss::take_low_water`]: nodes below
+    /// it are the same nodes, with the same edges, as then. Whatever is derived from
+    /// them (the mask walk's memo, `chain_memo`) stays true exactly that long.
+    low_water: u32,
 }
 
 impl Gss {
+    /// Removes every node and edge (ids are reused afterwards).
     pub fn clear(&mut self) {
         self.nodes.clear();
         self.edges.clear();
+        self.low_water = 0;
     }
 
+    /// Keeps the first `nodes` nodes and `edges` edges.
     pub fn truncate(&mut self, nodes: usize, edges: usize) {
         self.nodes.truncate(nodes);
         self.edges.truncate(edges);
+        self.low_water = self.low_water.min(self.nodes.len() as u32);
+    }
+
+    /// The fewest nodes held since the last call (see the field), and starts counting
+    /// again from now.
+    pub fn take_low_water(&mut self) -> u32 {
+        std::mem::replace(&mut self.low_water, self.nodes.len() as u32)
     }
 
     /// Appends an overlay built on top of `self` (its ids continue ours).

@@ -19,6 +19,7 @@
 //! module `history`), so memory follows the nesting depth and the rollback window,
 //! not the length of the input.
 
+mod chain_memo;
 mod dwa_walk;
 mod gss;
 mod history;
@@ -152,6 +153,12 @@ impl GlrState {
     /// Bytes that [`GlrState::pop_bytes`] can still undo.
     pub fn bytes_poppable(&self) -> usize {
         self.marks.len()
+    }
+
+    /// The fewest GSS nodes held since the last call: nodes below it are unchanged
+    /// since then (what the mask walk's memo relies on).
+    pub(crate) fn take_gss_low_water(&mut self) -> u32 {
+        self.gss.take_low_water()
     }
 
     /// Whether nothing has been consumed (the start of input, not of the kept history).

@@ -1,28 +1,38 @@
-//! The set of `(GSS node, automaton state)` pairs a mask walk has queued: open
-//! addressing over a power-of-two table of packed `u64` keys, emptied by resetting
-//! only the slots it filled.
+//! Open-addressing tables keyed by `(GSS node, automaton state)` pairs: the set of
+//! pairs a mask walk has queued ([`PairSet`]) and the map from a pair to what the
+//! walk below it yields, kept across masks ([`PairMap`], module `chain_memo`). Keys
+//! are packed `u64`s in a power-of-two table, emptied by resetting only the slots
+//! that were filled.
 //!
-//! Why not a general hash set: emptying one costs its whole capacity (hashbrown
+//! Why not a general hash table: emptying one costs its whole capacity (hashbrown
 //! rewrites every control byte), and one walk over an ambiguous stack (C after a run
 //! of `--`: 7,600 pairs) grows it for good, so every later mask of that matcher —
 //! most of which queue a handful of pairs — would pay for clearing tens of
-//! kilobytes. Here emptying costs the pairs of the last walk, and an insert is a
+//! kilobytes. Here emptying costs the pairs inserted since, and an insert is a
 //! multiply, a shift and a linear probe in a table kept at most half full.
 
-/// The pair set; see the module docs.
+/// A table from pairs to values of type `V`; see the module docs.
 #[derive(Debug, Default)]
-pub(crate) struct PairSet {
+pub(crate) struct PairTable<V> {
     /// Keys, [`EMPTY`] where free; the length is a power of two (or 0).
     slots: Vec<u64>,
+    /// The value of each slot (zero-sized for a set).
+    values: Vec<V>,
     /// Indices of the filled slots, to empty them.
     filled: Vec<u32>,
 }
+
+/// The set of pairs a mask walk has queued.
+pub(crate) type PairSet = PairTable<()>;
+
+/// Pairs to `u64` values.
+pub(crate) type PairMap = PairTable<u64>;
 
 /// A key no pair packs to: automaton states never reach `u32::MAX` (their ids are
 /// below the fork bit).
 const EMPTY: u64 = u64::MAX;
 
-impl PairSet {
+impl<V: Copy + Default> PairTable<V> {
     /// Removes every pair, keeping the memory; costs the number of pairs.
     pub fn clear(&mut self) {
         for &i in &self.filled {
@@ -31,8 +41,7 @@ impl PairSet {
         self.filled.clear();
     }
 
-    /// Number of pairs in the set.
-    #[cfg(test)]
+    /// Number of pairs in the table.
     pub fn len(&self) -> usize {
         self.filled.len()
     }
@@ -40,6 +49,13 @@ impl PairSet {
     /// Adds `(node, d)`; `true` if it was not there.
     #[inline]
     pub fn insert(&mut self, node: u32, d: u32) -> bool {
+        self.insert_value(node, d, V::default())
+    }
+
+    /// Adds `(node, d)` with `value`; `true` if it was not there (a pair already there
+    /// keeps its value).
+    #[inline]
+    pub fn insert_value(&mut self, node: u32, d: u32, value: V) -> bool {
         let key = (node as u64) << 32 | d as u64;
         debug_assert_ne!(key, EMPTY);
         if 2 * (self.filled.len() + 1) > self.slots.len() {
@@ -54,8 +70,30 @@ impl PairSet {
             }
             if slot == EMPTY {
                 self.slots[i] = key;
+                self.values[i] = value;
                 self.filled.push(i as u32);
                 return true;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The value of `(node, d)`, if the pair is there.
+    #[inline]
+    pub fn get(&self, node: u32, d: u32) -> Option<V> {
+        if self.filled.is_empty() {
+            return None;
+        }
+        let key = (node as u64) << 32 | d as u64;
+        let mask = self.slots.len() - 1;
+        let mut i = Self::slot(key, self.slots.len());
+        loop {
+            let slot = self.slots[i];
+            if slot == key {
+                return Some(self.values[i]);
+            }
+            if slot == EMPTY {
+                return None;
             }
             i = (i + 1) & mask;
         }
@@ -68,24 +106,26 @@ impl PairSet {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - len.trailing_zeros())) as usize
     }
 
-    /// Doubles the table (allocates only while walks grow past every earlier one).
+    /// Doubles the table (allocates only while tables grow past every earlier size).
     #[cold]
     fn grow(&mut self) {
         let len = (2 * self.slots.len()).max(64);
-        let keys: Vec<u64> = self
+        let entries: Vec<(u64, V)> = self
             .filled
             .iter()
-            .map(|&i| self.slots[i as usize])
+            .map(|&i| (self.slots[i as usize], self.values[i as usize]))
             .collect();
         self.slots = vec![EMPTY; len];
+        self.values = vec![V::default(); len];
         self.filled.clear();
         self.filled.reserve(len / 2);
-        for key in keys {
+        for (key, value) in entries {
             let mut i = Self::slot(key, len);
             while self.slots[i] != EMPTY {
                 i = (i + 1) & (len - 1);
             }
             self.slots[i] = key;
+            self.values[i] = value;
             self.filled.push(i as u32);
         }
     }
@@ -94,16 +134,18 @@ impl PairSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashSet;
+    use std::collections::{HashMap, HashSet};
 
-    /// Against std's set, over empties and growth, with keys that collide in the low
+    /// Against std's set and map, over empties and growth, with keys that collide in the low
     /// bits of either half.
     #[test]
-    fn agrees_with_a_std_set() {
+    fn agrees_with_std_collections() {
         let mut set = PairSet::default();
+        let mut map = PairMap::default();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for round in 0..6 {
             let mut expected = HashSet::new();
+            let mut values = HashMap::new();
             for _ in 0..(500 << round) {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -114,8 +156,19 @@ mod tests {
                     expected.insert((node, d)),
                     "round {round}"
                 );
+                let value = x.rotate_left(7);
+                let first = map.insert_value(node, d, value);
+                assert_eq!(first, !values.contains_key(&(node, d)), "round {round}");
+                values.entry((node, d)).or_insert(value);
             }
             assert_eq!(set.len(), expected.len());
+            assert_eq!(map.len(), values.len());
+            for (&(node, d), &value) in &values {
+                assert_eq!(map.get(node, d), Some(value), "round {round}");
+                assert_eq!(map.get(node + 1, d), values.get(&(node + 1, d)).copied());
+            }
+            map.clear();
+            assert_eq!(map.get(0, 0), None);
             set.clear();
             assert_eq!(set.len(), 0);
             assert!(set.insert(0, 0) && !set.insert(0, 0));
