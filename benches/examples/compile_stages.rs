@@ -17,6 +17,10 @@
 //! the calling thread, except the mask path, which builds boundaries on every core.
 //! `--each` also prints every schema's stage times (ms, in that order, then the total).
 
+/// The allocator the `stackmask` binary and the Python module use.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use serde_json::Value;
 use stackmask_benches::percentiles::{histogram, row};
 use stackmask_compiler::artifact::{build_artifact, build_grammar_artifact, ArtifactInputs};

@@ -30,6 +30,10 @@
 //!   artifact; milliseconds a mask on a 200k vocabulary) and stops at the first
 //!   difference. Not timed.
 
+/// The allocator the `stackmask` binary and the Python module use.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use stackmask_benches::peer::{LlgEnv, LlgPeer, PeerVocab};
