@@ -26,6 +26,8 @@ pub struct BenchConfig {
     pub walk_len: usize,
     /// Seed of the random walks.
     pub seed: u64,
+    /// Also time a bare copy of a full mask over the same traces ([`WriteFloor`]).
+    pub write_floor: bool,
 }
 
 /// A small deterministic generator (xorshift64*), so a seed names one set of walks on
@@ -149,12 +151,53 @@ pub fn run(
         drop(e);
     }
     let meta = engine.meta();
-    let rows = r.timings.rows(
-        "stackmask",
-        &grammar_name(&meta.grammar_name),
-        &meta.tokenizer,
-    );
+    let grammar = grammar_name(&meta.grammar_name);
+    let mut rows = r.timings.rows("stackmask", &grammar, &meta.tokenizer);
+    if cfg.write_floor {
+        let mut floor = WriteFloor {
+            full: vec![u32::MAX; engine.mask_words()],
+        };
+        let f = replay(&mut floor, traces, engine.mask_words(), cfg.repeats, 0);
+        rows.extend(
+            f.timings
+                .rows("write-floor", &grammar, &meta.tokenizer)
+                .into_iter()
+                .filter(|r| r.op == "get_mask"),
+        );
+    }
     Ok((rows, r.slow))
+}
+
+/// The least any engine that writes its mask can take, timed by the same loop: its
+/// "mask" is a copy of a stored mask of the same width (every token allowed, so the
+/// loop's check that the trace's token is in it passes), and it commits nothing. The
+/// distance from stackmask's get_mask row to this one is all that computing the mask
+/// costs beyond writing it.
+struct WriteFloor {
+    full: Vec<u32>,
+}
+
+impl Subject for WriteFloor {
+    fn time_new_matcher(&mut self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn reset(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), String> {
+        mask.copy_from_slice(&self.full);
+        Ok(())
+    }
+
+    fn commit(&mut self, _token: u32) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn time_clone(&mut self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// The grammar's name in reports: the file stem of the name it was compiled under

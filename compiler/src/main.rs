@@ -4,6 +4,14 @@
 //! in its mask, a document that is not a sentence, masks that disagree); 2 usage
 //! errors, unreadable files, invalid grammars or artifacts.
 
+/// mimalloc: compiling a grammar allocates and frees many small buffers per lexer
+/// boundary (the Parser DWA builder's thread sets, the Terminal DWA's class sets), and
+/// glibc's allocator spent a fifth of a JSON Schema's compile in `malloc`/`free`
+/// (mask path p50 11.9 → 10.4 ms, p99 3.7 → 2.3 s over MaskBench schemas, BENCHMARKS.md).
+/// The library crates leave the choice to the program.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use stackmask_compiler::budget::{CompileBudget, Deadline};
@@ -163,6 +171,10 @@ enum Command {
         /// Also list the N slowest get_mask calls, with the text before each.
         #[arg(long, default_value_t = 0)]
         slowest: usize,
+        /// Also time, in the same loop over the same traces, a bare copy of a stored
+        /// full mask (engine `write-floor`): what any engine that writes the mask pays.
+        #[arg(long)]
+        write_floor: bool,
         #[command(flatten)]
         peers: PeerArgs,
     },
@@ -361,6 +373,7 @@ fn main() -> ExitCode {
             seed,
             json,
             slowest,
+            write_floor,
             peers,
         } => bench(
             &artifact,
@@ -370,6 +383,7 @@ fn main() -> ExitCode {
                 walks,
                 walk_len,
                 seed,
+                write_floor,
             },
             json,
             slowest,
