@@ -392,6 +392,24 @@ fn bench_merges_a_peer_drivers_report() {
     );
     assert!(err.contains("fake refusal"), "{err}");
 
+    // --write-floor adds the bare copy of a mask, timed over the same calls, for
+    // get_mask only.
+    let (code, out, err) = with(&["--write-floor", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = rows.as_array().unwrap();
+    let floor: Vec<_> = rows
+        .iter()
+        .filter(|r| r["engine"] == "write-floor")
+        .collect();
+    let masks = rows
+        .iter()
+        .find(|r| r["engine"] == "stackmask" && r["op"] == "get_mask")
+        .unwrap();
+    assert_eq!(floor.len(), 1, "{out}");
+    assert_eq!(floor[0]["op"], "get_mask");
+    assert_eq!(floor[0]["count"], masks["count"], "{out}");
+
     let (code, _, err) = with(&["--peer", &peer]);
     assert_eq!(code, 2);
     assert!(err.contains("--peer needs --grammar"), "{err}");
