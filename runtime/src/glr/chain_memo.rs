@@ -25,11 +25,15 @@
 
 use super::pair_set::PairMap;
 
-/// Pairs remembered at most before the memo starts over.
-const MAX_PAIRS: usize = 1 << 14;
+/// Pairs remembered at most before the memo starts over. With [`MAX_WEIGHTS`] this
+/// keeps a matcher's memo near 250 KB (a table of 8,192 16-byte slots, at most half
+/// full, the weights and the chains): a serving process holds one per request. A walk
+/// that alone steps more pairs (an ambiguous C stack) still records them all, and the
+/// memo starts over at the next mask.
+const MAX_PAIRS: usize = 3_000;
 
 /// Weights kept at most (over all chains) before the memo starts over.
-const MAX_WEIGHTS: usize = 1 << 16;
+const MAX_WEIGHTS: usize = 1 << 14;
 
 /// How a chain ends; see the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
