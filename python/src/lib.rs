@@ -7,7 +7,7 @@
 /// mimalloc: compiling a grammar allocates and frees many small buffers per lexer
 /// boundary (the Parser DWA builder's thread sets, the Terminal DWA's class sets), and
 /// glibc's allocator spent a fifth of a JSON Schema's compile in `malloc`/`free`
-/// (mask path p50 11.9 → 10.4 ms, p99 3.7 → 2.3 s over MaskBench schemas, BENCHMARKS.md).
+/// (MaskBench subset, per schema: p50 14.2 → 13.2 ms, p99 3.6 → 1.6 s; BENCHMARKS.md).
 /// The library crates leave the choice to the program; in an extension module it is
 /// the allocator of this module's Rust code only (`local_dynamic_tls`: loaded with
 /// `dlopen`).
