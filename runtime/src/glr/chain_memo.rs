@@ -13,10 +13,9 @@
 //! branching (one GSS edge, one automaton state), with the weights it collects and
 //! how it ends — at the bottom or a `STOP` ([`Cont::End`]), at a branch of the GSS or
 //! the automaton ([`Cont::Fork`], whose targets are walked as usual), or at a pair the
-//! walk had already queued ([`Cont::Pair`]). Pairs of the stretch (every
-//! [`KEY_STRIDE`]-th, from its bottom) map to their offsets in the chain's weights, so
-//! a later walk entering the stretch takes the rest of the weights in one slice at the
-//! next such pair and goes on from the end. A new chain that
+//! walk had already queued ([`Cont::Pair`]). Every pair of the stretch maps to its
+//! offset in the chain's weights, so a later walk entering the stretch anywhere takes
+//! the rest of the weights in one slice and goes on from the end. A new chain that
 //! runs into a remembered one copies that one's rest and end instead of pointing to
 //! it, so reading a chain never follows more than the one end.
 //!
@@ -35,13 +34,6 @@ const MAX_PAIRS: usize = 3_000;
 
 /// Weights kept at most (over all chains) before the memo starts over.
 const MAX_WEIGHTS: usize = 1 << 14;
-
-/// A chain is remembered only from this many steps, and keyed at every this-many-th
-/// pair from its bottom: each key is a table insert, paid on every walk that records,
-/// also on walks no later mask repeats (a short request), and short stretches are as
-/// cheap to step again as to look up. A walk entering a stretch between keys steps at
-/// most this many pairs more.
-const KEY_STRIDE: usize = 4;
 
 /// How a chain ends; see the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,8 +127,7 @@ impl ChainMemo {
     /// Ends the chain being recorded where it ran into the remembered pair `(node,
     /// d)`: the chain takes that one's rest of weights and its end.
     pub fn finish_into(&mut self, node: u32, d: u32) {
-        if self.pending.len() < KEY_STRIDE {
-            self.discard();
+        if self.pending.is_empty() {
             return;
         }
         let v = self.pairs.get(node, d).expect("a remembered pair");
@@ -147,8 +138,7 @@ impl ChainMemo {
     }
 
     fn close(&mut self, cont: Cont) {
-        if self.pending.len() < KEY_STRIDE {
-            self.discard();
+        if self.pending.is_empty() {
             return;
         }
         let id = self.chains.len() as u64;
@@ -156,20 +146,10 @@ impl ChainMemo {
             end: self.weights.len() as u32,
             cont,
         });
-        // Keys from the bottom up: the bottom of a stretch is what the next masks
-        // read again.
-        for &(node, d, offset) in self.pending.iter().rev().step_by(KEY_STRIDE) {
+        for &(node, d, offset) in &self.pending {
             // A pair is on one chain: the walk steps it at most once per mask, and
             // only when it was not remembered.
             self.pairs.insert_value(node, d, id << 32 | offset as u64);
-        }
-        self.pending.clear();
-    }
-
-    /// Forgets the chain being recorded (too short to be worth remembering).
-    fn discard(&mut self) {
-        if let Some(&(_, _, first)) = self.pending.first() {
-            self.weights.truncate(first as usize);
         }
         self.pending.clear();
     }
