@@ -225,91 +225,89 @@ impl Engine {
             let start = s.as_ptr() as usize - base;
             Ok((start..start + std::mem::size_of_val(s), s))
         }
-        let (r_dfa_trans, dfa_trans) = range::<u32>(&artifact, base, layout::DFA_TRANS)?;
-        let (r_dfa_flags, dfa_flags) = range::<u8>(&artifact, base, layout::DFA_FLAGS)?;
+        let (r_dfa_trans, _) = range::<u32>(&artifact, base, layout::DFA_TRANS)?;
+        let (r_dfa_flags, _) = range::<u8>(&artifact, base, layout::DFA_FLAGS)?;
         let (r_dfa_start, dfa_start) = range::<u32>(&artifact, base, layout::DFA_START)?;
         let (r_dfa_base, dfa_base) = range::<u32>(&artifact, base, layout::DFA_BASE)?;
-        let (r_lazy, lazy) = range::<u8>(&artifact, base, layout::LAZY)?;
-        let (r_ignore, ignore) = range::<u32>(&artifact, base, layout::IGNORE)?;
-        let (r_action_base, action_base) = range::<u32>(&artifact, base, layout::LR_ACTION_BASE)?;
-        let (r_action_check, action_check) =
-            range::<u32>(&artifact, base, layout::LR_ACTION_CHECK)?;
-        let (r_action_index, action_index) =
-            range::<u32>(&artifact, base, layout::LR_ACTION_INDEX)?;
-        let (r_actions, actions) = range::<u32>(&artifact, base, layout::LR_ACTIONS)?;
-        let (r_goto_base, goto_base) = range::<u32>(&artifact, base, layout::LR_GOTO_BASE)?;
-        let (r_goto_check, goto_check) = range::<u32>(&artifact, base, layout::LR_GOTO_CHECK)?;
-        let (r_goto_target, goto_target) = range::<u32>(&artifact, base, layout::LR_GOTO_TARGET)?;
-        let (r_rule_lhs, rule_lhs) = range::<u32>(&artifact, base, layout::RULE_LHS)?;
-        let (r_rule_len, rule_len) = range::<u32>(&artifact, base, layout::RULE_LEN)?;
-        let (r_expected, expected) = range::<u64>(&artifact, base, layout::EXPECTED)?;
-        let (r_state_class, state_class) = range::<u32>(&artifact, base, layout::STATE_CLASS)?;
-        let (r_class_start, class_start) = range::<u32>(&artifact, base, layout::CLASS_START)?;
-        let (r_ignore_start, ignore_start) = range::<u32>(&artifact, base, layout::IGNORE_START)?;
-        let (r_conf_next, conf_next) = range::<u32>(&artifact, base, layout::CONF_NEXT)?;
-        let (r_conf_elem_index, conf_elem_index) =
-            range::<u32>(&artifact, base, layout::CONF_ELEM_INDEX)?;
-        let (r_conf_elems, conf_elems) = range::<u32>(&artifact, base, layout::CONF_ELEMS)?;
-        let (r_conf_flags, conf_flags) = range::<u8>(&artifact, base, layout::CONF_FLAGS)?;
-        let (r_dfa_term, dfa_term) = range::<u32>(&artifact, base, layout::DFA_TERM)?;
-        let (r_ignore_follow, ignore_follow) =
-            range::<u32>(&artifact, base, layout::IGNORE_FOLLOW)?;
-        let (r_follow_sets, follow_sets) = range::<u64>(&artifact, base, layout::FOLLOW_SETS)?;
-        let (r_pdwa_start, pdwa_start) = range::<u32>(&artifact, base, layout::PDWA_START)?;
-        let (r_pdwa_index, pdwa_index) = range::<u32>(&artifact, base, layout::PDWA_INDEX)?;
-        let (r_pdwa_keys, pdwa_keys) = range::<u32>(&artifact, base, layout::PDWA_KEYS)?;
-        let (r_pdwa_targets, pdwa_targets) = range::<u32>(&artifact, base, layout::PDWA_TARGETS)?;
-        let (r_pdwa_weights, pdwa_weights) = range::<u32>(&artifact, base, layout::PDWA_WEIGHTS)?;
-        let (r_pdwa_default, pdwa_default) = range::<u32>(&artifact, base, layout::PDWA_DEFAULT)?;
-        let (r_pdwa_default_weight, pdwa_default_weight) =
+        let (r_lazy, _) = range::<u8>(&artifact, base, layout::LAZY)?;
+        let (r_ignore, _) = range::<u32>(&artifact, base, layout::IGNORE)?;
+        let (r_action_base, _) = range::<u32>(&artifact, base, layout::LR_ACTION_BASE)?;
+        let (r_action_check, _) = range::<u32>(&artifact, base, layout::LR_ACTION_CHECK)?;
+        let (r_action_index, _) = range::<u32>(&artifact, base, layout::LR_ACTION_INDEX)?;
+        let (r_actions, _) = range::<u32>(&artifact, base, layout::LR_ACTIONS)?;
+        let (r_goto_base, _) = range::<u32>(&artifact, base, layout::LR_GOTO_BASE)?;
+        let (r_goto_check, _) = range::<u32>(&artifact, base, layout::LR_GOTO_CHECK)?;
+        let (r_goto_target, _) = range::<u32>(&artifact, base, layout::LR_GOTO_TARGET)?;
+        let (r_rule_lhs, _) = range::<u32>(&artifact, base, layout::RULE_LHS)?;
+        let (r_rule_len, _) = range::<u32>(&artifact, base, layout::RULE_LEN)?;
+        let (r_expected, _) = range::<u64>(&artifact, base, layout::EXPECTED)?;
+        let (r_state_class, _) = range::<u32>(&artifact, base, layout::STATE_CLASS)?;
+        let (r_class_start, _) = range::<u32>(&artifact, base, layout::CLASS_START)?;
+        let (r_ignore_start, _) = range::<u32>(&artifact, base, layout::IGNORE_START)?;
+        let (r_conf_next, _) = range::<u32>(&artifact, base, layout::CONF_NEXT)?;
+        let (r_conf_elem_index, _) = range::<u32>(&artifact, base, layout::CONF_ELEM_INDEX)?;
+        let (r_conf_elems, _) = range::<u32>(&artifact, base, layout::CONF_ELEMS)?;
+        let (r_conf_flags, _) = range::<u8>(&artifact, base, layout::CONF_FLAGS)?;
+        let (r_dfa_term, _) = range::<u32>(&artifact, base, layout::DFA_TERM)?;
+        let (r_ignore_follow, _) = range::<u32>(&artifact, base, layout::IGNORE_FOLLOW)?;
+        let (r_follow_sets, _) = range::<u64>(&artifact, base, layout::FOLLOW_SETS)?;
+        let (r_pdwa_start, _) = range::<u32>(&artifact, base, layout::PDWA_START)?;
+        let (r_pdwa_index, _) = range::<u32>(&artifact, base, layout::PDWA_INDEX)?;
+        let (r_pdwa_keys, _) = range::<u32>(&artifact, base, layout::PDWA_KEYS)?;
+        let (r_pdwa_targets, _) = range::<u32>(&artifact, base, layout::PDWA_TARGETS)?;
+        let (r_pdwa_weights, _) = range::<u32>(&artifact, base, layout::PDWA_WEIGHTS)?;
+        let (r_pdwa_default, _) = range::<u32>(&artifact, base, layout::PDWA_DEFAULT)?;
+        let (r_pdwa_default_weight, _) =
             range::<u32>(&artifact, base, layout::PDWA_DEFAULT_WEIGHT)?;
-        let (r_weight_index, weight_index) = range::<u32>(&artifact, base, layout::WEIGHT_INDEX)?;
-        let (r_weight_chunks, weight_chunks) =
-            range::<u32>(&artifact, base, layout::WEIGHT_CHUNKS)?;
-        let (r_chunk_table, chunk_table) = range::<u32>(&artifact, base, layout::CHUNK_TABLE)?;
-        let (r_chunk_words, chunk_words) = range::<u32>(&artifact, base, layout::CHUNK_WORDS)?;
-        let (r_fork_index, fork_index) = range::<u32>(&artifact, base, layout::FORK_INDEX)?;
-        let (r_fork_states, fork_states) = range::<u32>(&artifact, base, layout::FORK_STATES)?;
+        let (r_weight_index, _) = range::<u32>(&artifact, base, layout::WEIGHT_INDEX)?;
+        let (r_weight_chunks, _) = range::<u32>(&artifact, base, layout::WEIGHT_CHUNKS)?;
+        let (r_chunk_table, _) = range::<u32>(&artifact, base, layout::CHUNK_TABLE)?;
+        let (r_chunk_words, _) = range::<u32>(&artifact, base, layout::CHUNK_WORDS)?;
+        let (r_fork_index, _) = range::<u32>(&artifact, base, layout::FORK_INDEX)?;
+        let (r_fork_states, _) = range::<u32>(&artifact, base, layout::FORK_STATES)?;
 
-        let tables = TablesRef {
-            dfa_trans,
-            dfa_flags,
-            dfa_start,
-            lazy,
-            ignore,
-            allow_initial_skip: meta.allow_initial_skip,
-            lr: LrSlices {
-                num_states: meta.num_states,
-                num_terminals: meta.num_terminals,
-                num_nonterminals: meta.num_nonterminals,
-                start_state: meta.start_state,
-                action_comb: CombRef {
-                    base: action_base,
-                    check: action_check,
-                },
-                action_index,
-                actions,
-                goto_comb: CombRef {
-                    base: goto_base,
-                    check: goto_check,
-                },
-                goto_target,
-                rule_lhs,
-                rule_len,
-            },
-            expected,
-            expected_words: meta.expected_words,
-            state_class,
-            class_start,
-            ignore_start,
-            conf_next,
-            conf_elem_index,
-            conf_elems,
-            conf_flags,
-            dfa_term,
-            ignore_follow,
-            follow_sets,
+        let ranges = Ranges {
+            dfa_trans: r_dfa_trans,
+            dfa_flags: r_dfa_flags,
+            dfa_start: r_dfa_start,
+            dfa_base: r_dfa_base,
+            lazy: r_lazy,
+            ignore: r_ignore,
+            action_base: r_action_base,
+            action_check: r_action_check,
+            action_index: r_action_index,
+            actions: r_actions,
+            goto_base: r_goto_base,
+            goto_check: r_goto_check,
+            goto_target: r_goto_target,
+            rule_lhs: r_rule_lhs,
+            rule_len: r_rule_len,
+            expected: r_expected,
+            state_class: r_state_class,
+            class_start: r_class_start,
+            ignore_start: r_ignore_start,
+            conf_next: r_conf_next,
+            conf_elem_index: r_conf_elem_index,
+            conf_elems: r_conf_elems,
+            conf_flags: r_conf_flags,
+            dfa_term: r_dfa_term,
+            ignore_follow: r_ignore_follow,
+            follow_sets: r_follow_sets,
+            pdwa_start: r_pdwa_start,
+            pdwa_index: r_pdwa_index,
+            pdwa_keys: r_pdwa_keys,
+            pdwa_targets: r_pdwa_targets,
+            pdwa_weights: r_pdwa_weights,
+            pdwa_default: r_pdwa_default,
+            pdwa_default_weight: r_pdwa_default_weight,
+            weight_index: r_weight_index,
+            weight_chunks: r_weight_chunks,
+            chunk_table: r_chunk_table,
+            chunk_words: r_chunk_words,
+            fork_index: r_fork_index,
+            fork_states: r_fork_states,
         };
+        let tables = tables_in(bytes, &ranges, &meta);
         let invalid = EngineError::Invalid;
         tables.validate().map_err(invalid)?;
         // (The LR state count comes from the metadata; `validate` checked every table
@@ -383,67 +381,12 @@ impl Engine {
         }
         // The Parser DWA: every index, and weights that name only tokens a mask may
         // contain (ordinary tokens and EOS).
-        let dwa = ParserDwaRef {
-            start: pdwa_start,
-            index: pdwa_index,
-            keys: pdwa_keys,
-            targets: pdwa_targets,
-            weights: pdwa_weights,
-            default_target: pdwa_default,
-            default_weight: pdwa_default_weight,
-            weight_index,
-            weight_chunks,
-            chunk_table,
-            chunk_words,
-            fork_index,
-            fork_states,
-        };
+        let dwa = parser_dwa_in(bytes, &ranges);
         dwa.validate(tables.conf_flags.len(), tables.lr.num_states, &maskable)
             .map_err(invalid)?;
         // The rule tables against the grammar in the metadata: a reduction pops
         // `rule_len[r]` stack levels, so each length must be its rule's.
         validate_lr_grammar(tables.lr, &meta.grammar).map_err(invalid)?;
-        let ranges = Ranges {
-            dfa_trans: r_dfa_trans,
-            dfa_flags: r_dfa_flags,
-            dfa_start: r_dfa_start,
-            dfa_base: r_dfa_base,
-            lazy: r_lazy,
-            ignore: r_ignore,
-            action_base: r_action_base,
-            action_check: r_action_check,
-            action_index: r_action_index,
-            actions: r_actions,
-            goto_base: r_goto_base,
-            goto_check: r_goto_check,
-            goto_target: r_goto_target,
-            rule_lhs: r_rule_lhs,
-            rule_len: r_rule_len,
-            expected: r_expected,
-            state_class: r_state_class,
-            class_start: r_class_start,
-            ignore_start: r_ignore_start,
-            conf_next: r_conf_next,
-            conf_elem_index: r_conf_elem_index,
-            conf_elems: r_conf_elems,
-            conf_flags: r_conf_flags,
-            dfa_term: r_dfa_term,
-            ignore_follow: r_ignore_follow,
-            follow_sets: r_follow_sets,
-            pdwa_start: r_pdwa_start,
-            pdwa_index: r_pdwa_index,
-            pdwa_keys: r_pdwa_keys,
-            pdwa_targets: r_pdwa_targets,
-            pdwa_weights: r_pdwa_weights,
-            pdwa_default: r_pdwa_default,
-            pdwa_default_weight: r_pdwa_default_weight,
-            weight_index: r_weight_index,
-            weight_chunks: r_weight_chunks,
-            chunk_table: r_chunk_table,
-            chunk_words: r_chunk_words,
-            fork_index: r_fork_index,
-            fork_states: r_fork_states,
-        };
         let backed = Backed::new(backing, |b| {
             let bytes = b.bytes();
             Views {
