@@ -14,7 +14,7 @@
 
 use crate::budget::{BudgetError, Deadline, Stage};
 use stackmask_formats::ParserDwa;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The targets of state `s`: keyed targets, then the default.
 fn targets(d: &ParserDwa, s: usize) -> impl Iterator<Item = u32> + '_ {
@@ -139,7 +139,7 @@ fn post_order_outside(d: &ParserDwa, core: &[bool]) -> Vec<u32> {
 }
 
 /// The id of signature `sig`, the next free one if it is new.
-fn intern(ids: &mut HashMap<Box<[u32]>, u32>, sig: &[u32]) -> u32 {
+fn intern(ids: &mut FxHashMap<Box<[u32]>, u32>, sig: &[u32]) -> u32 {
     if let Some(&b) = ids.get(sig) {
         return b;
     }
@@ -175,7 +175,7 @@ pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetE
     // Moore on the core: start from one block and split by signature until stable.
     let mut blocks = 1;
     loop {
-        let mut ids: HashMap<Box<[u32]>, u32> = HashMap::with_capacity(blocks * 2);
+        let mut ids: FxHashMap<Box<[u32]>, u32> = FxHashMap::with_capacity_and_hasher(blocks * 2, Default::default());
         let mut next = Vec::with_capacity(core_states.len());
         for &s in &core_states {
             poll.tick()?;
@@ -193,7 +193,7 @@ pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetE
         blocks = count;
     }
     // Each core block by its signature over the final blocks, then the other states.
-    let mut ids: HashMap<Box<[u32]>, u32> = HashMap::with_capacity(blocks * 2);
+    let mut ids: FxHashMap<Box<[u32]>, u32> = FxHashMap::with_capacity_and_hasher(blocks * 2, Default::default());
     for &s in &core_states {
         signature(d, &block, s, &mut sig, &mut scratch);
         if !ids.contains_key(&sig[..]) {
@@ -241,7 +241,7 @@ pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetE
         fork_index: vec![0],
         fork_states: Vec::new(),
     };
-    let mut forks: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut forks: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
     let mut map = |t: u32, out: &mut ParserDwa| -> u32 {
         sig.clear();
         push_target(d, &block, t, &mut sig, &mut scratch);
@@ -389,7 +389,7 @@ mod tests {
         let (mut block, mut blocks) = (vec![0u32; n], 1);
         let (mut sig, mut scratch) = (Vec::new(), Vec::new());
         loop {
-            let mut ids = HashMap::new();
+            let mut ids = FxHashMap::default();
             let next: Vec<u32> = (0..n)
                 .map(|s| {
                     signature(d, &block, s, &mut sig, &mut scratch);

@@ -21,7 +21,7 @@
 use crate::budget::{BudgetError, Poll};
 use crate::lexeme_bodies::{BodyTable, Interned, PreparedTrie};
 use stackmask_formats::{TablesRef, TrieRef};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
 /// "None" for terminal and node fields.
@@ -241,7 +241,7 @@ pub struct Lexing<'a> {
     /// The token trie, with the lexeme bodies shared by every grammar.
     trie: &'a PreparedTrie,
     /// Per merged-DFA state: its lexeme's body in canonical form, once asked.
-    bodies: Mutex<HashMap<u32, Option<Arc<Body>>>>,
+    bodies: Mutex<FxHashMap<u32, Option<Arc<Body>>>>,
 }
 
 /// A lexeme state's body: its interned [`BodyTable`] and, per canonical state, the
@@ -870,8 +870,8 @@ struct WordDag {
     /// unions only merge words that end alike, so that which terminals may follow
     /// stays a property of the node.
     last: Vec<u32>,
-    children: HashMap<(u32, u32), u32>,
-    unions: HashMap<Vec<u32>, u32>,
+    children: FxHashMap<(u32, u32), u32>,
+    unions: FxHashMap<Vec<u32>, u32>,
 }
 
 impl WordDag {
@@ -879,8 +879,8 @@ impl WordDag {
         WordDag {
             preds: vec![Vec::new()],
             last: vec![NONE],
-            children: HashMap::new(),
-            unions: HashMap::new(),
+            children: FxHashMap::default(),
+            unions: FxHashMap::default(),
         }
     }
 
@@ -947,7 +947,7 @@ impl WordDag {
 struct ClassInterner {
     /// The class added to last.
     last: Option<u32>,
-    ids: HashMap<Vec<(u32, FinalCheck)>, u32>,
+    ids: FxHashMap<Vec<(u32, FinalCheck)>, u32>,
     outcomes: Vec<Vec<(u32, FinalCheck)>>,
     tokens: Vec<ClassTokens>,
 }
@@ -1046,6 +1046,6 @@ const MEMO_BUDGET: usize = 16 << 20;
 /// Subtree walks shared by the boundaries of one grammar.
 #[derive(Default)]
 struct SubtreeMemo {
-    map: HashMap<SubtreeKey, Arc<Subtree>>,
+    map: FxHashMap<SubtreeKey, Arc<Subtree>>,
     size: usize,
 }
