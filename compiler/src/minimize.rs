@@ -13,8 +13,8 @@
 //! the cache footprint of the walk).
 
 use crate::budget::{BudgetError, Deadline, Stage};
-use stackmask_formats::ParserDwa;
 use rustc_hash::FxHashMap;
+use stackmask_formats::ParserDwa;
 
 /// The targets of state `s`: keyed targets, then the default.
 fn targets(d: &ParserDwa, s: usize) -> impl Iterator<Item = u32> + '_ {
@@ -175,7 +175,8 @@ pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetE
     // Moore on the core: start from one block and split by signature until stable.
     let mut blocks = 1;
     loop {
-        let mut ids: FxHashMap<Box<[u32]>, u32> = FxHashMap::with_capacity_and_hasher(blocks * 2, Default::default());
+        let mut ids: FxHashMap<Box<[u32]>, u32> =
+            FxHashMap::with_capacity_and_hasher(blocks * 2, Default::default());
         let mut next = Vec::with_capacity(core_states.len());
         for &s in &core_states {
             poll.tick()?;
@@ -193,7 +194,8 @@ pub fn minimize(d: &mut ParserDwa, deadline: &Deadline) -> Result<usize, BudgetE
         blocks = count;
     }
     // Each core block by its signature over the final blocks, then the other states.
-    let mut ids: FxHashMap<Box<[u32]>, u32> = FxHashMap::with_capacity_and_hasher(blocks * 2, Default::default());
+    let mut ids: FxHashMap<Box<[u32]>, u32> =
+        FxHashMap::with_capacity_and_hasher(blocks * 2, Default::default());
     for &s in &core_states {
         signature(d, &block, s, &mut sig, &mut scratch);
         if !ids.contains_key(&sig[..]) {

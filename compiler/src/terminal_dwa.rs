@@ -20,8 +20,8 @@
 
 use crate::budget::{BudgetError, Poll};
 use crate::lexeme_bodies::{BodyTable, Interned, PreparedTrie};
-use stackmask_formats::{TablesRef, TrieRef};
 use rustc_hash::FxHashMap;
+use stackmask_formats::{TablesRef, TrieRef};
 use std::sync::{Arc, Mutex};
 
 /// "None" for terminal and node fields.
