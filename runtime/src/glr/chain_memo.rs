@@ -113,17 +113,6 @@ impl ChainMemo {
         }
     }
 
-    /// Whether a chain is being recorded (the walk stepped a pair since the last end).
-    #[inline]
-    pub fn recording(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
-    /// Ends the chain being recorded with `cont`.
-    pub fn finish(&mut self, cont: Cont) {
-        self.close(cont);
-    }
-
     /// Ends the chain being recorded where it ran into the remembered pair `(node,
     /// d)`: the chain takes that one's rest of weights and its end.
     pub fn finish_into(&mut self, node: u32, d: u32) {
@@ -134,10 +123,12 @@ impl ChainMemo {
         let chain = self.chains[(v >> 32) as usize];
         let start = v as u32 as usize;
         self.weights.extend_from_within(start..chain.end as usize);
-        self.close(chain.cont);
+        self.finish(chain.cont);
     }
 
-    fn close(&mut self, cont: Cont) {
+    /// Ends the chain being recorded (if the walk stepped a pair since the last end)
+    /// with `cont`.
+    pub fn finish(&mut self, cont: Cont) {
         if self.pending.is_empty() {
             return;
         }

@@ -147,9 +147,7 @@ impl DwaWalk {
                 }
                 break Cont::Fork { node, next };
             };
-            if self.memo.recording() {
-                self.memo.finish(cont);
-            }
+            self.memo.finish(cont);
             match cont {
                 Cont::End => {}
                 Cont::Pair { node, d } => self.push(node, d),
