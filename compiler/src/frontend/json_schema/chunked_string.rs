@@ -18,6 +18,18 @@
 //!
 //! Only for compact whitespace: with free whitespace an ignored run could stand between
 //! two chunks, inside the string.
+//!
+//! **Blocks.** One nonterminal per count makes the LR automaton one state per count
+//! (`maxLength: 32767`: 4,096 counts, 12,000 LR states), and every lexer boundary inside
+//! the string reads that count off the stack: each such boundary's Parser DWA had a
+//! state and a transition per count, 0.1–0.2 s of compile each. Past
+//! [`BLOCKED_FROM_CHUNKS`] chunks the count has two digits instead ([`block_plan`]):
+//! chunks within the current *block* of `b` chunks (`I(r)`, `r < b`, shared by every
+//! block) and whole blocks read (`O(a)`). A text still splits one way (`a`, `r` and the
+//! tail are the quotient and remainders of its length), the parser still decides with
+//! one token of lookahead (the `b`-th chunk of a block always closes it: a rest is
+//! shorter than a block), and the LR states inside the block's count do not depend on
+//! `a` except through the few distinct rest bounds — about `2·√counts` states.
 
 /// Characters in one middle chunk (chosen by measuring compile time, artifact size and
 /// lexer boundaries on MaskBench schemas with o200k: README, "MaskBench subset").
@@ -60,6 +72,61 @@ pub fn plan(min: u64, max: Option<u64>, chunk: u64) -> Vec<Step> {
                 more,
                 tail: (lo <= hi).then_some((lo, hi)),
             }
+        })
+        .collect()
+}
+
+/// Chunk counts from which a bounded string counts in blocks ([`block_plan`]).
+pub const BLOCKED_FROM_CHUNKS: u64 = 64;
+
+/// Chunks per block for strings of at most `chunks` whole chunks: about the square root,
+/// so that the two digits of the count have about as many values each.
+pub fn block_size(chunks: u64) -> u64 {
+    ((chunks + 1) as f64).sqrt().ceil().max(2.0) as u64
+}
+
+/// After `a` whole blocks: whether another may follow, and the characters `lo..=hi`
+/// (fewer than a block's) that may end the string there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockStep {
+    /// Another whole block may follow.
+    pub more: bool,
+    /// The rest of the string after `a` blocks: `lo..=hi` characters.
+    pub rest: Option<(u64, u64)>,
+}
+
+/// The steps, per number of whole blocks `a` (index), for strings of `min..=max`
+/// characters in blocks of `block` chunks of `chunk` characters.
+pub fn block_plan(min: u64, max: u64, chunk: u64, block: u64) -> Vec<BlockStep> {
+    if max < min {
+        return Vec::new();
+    }
+    let span = block * chunk;
+    (0..=max / span)
+        .map(|a| {
+            let read = a * span;
+            let lo = min.saturating_sub(read);
+            let hi = (span - 1).min(max - read);
+            BlockStep {
+                more: read + span <= max,
+                rest: (lo <= hi).then_some((lo, hi)),
+            }
+        })
+        .collect()
+}
+
+/// How a rest of `lo..=hi` characters (fewer than `block` chunks) splits: per count
+/// `r` of whole chunks, the tail lengths `t_lo..=t_hi` (`t < chunk`) that complete it.
+pub fn rest_splits(lo: u64, hi: u64, chunk: u64, block: u64) -> Vec<(u64, u64, u64)> {
+    (0..block)
+        .filter_map(|r| {
+            let read = r * chunk;
+            if hi < read {
+                return None;
+            }
+            let t_lo = lo.saturating_sub(read);
+            let t_hi = (chunk - 1).min(hi - read);
+            (t_lo <= t_hi).then_some((r, t_lo, t_hi))
         })
         .collect()
 }
@@ -119,6 +186,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The block plan derives every length in bounds exactly once, and the count of
+    /// chunks in a block never reaches the block (the parser closes it there).
+    #[test]
+    fn blocks_derive_every_length_in_bounds_once() {
+        for chunk in [1u64, 2, 3] {
+            for block in [2u64, 3, 5] {
+                let span = chunk * block;
+                for min in 0..(3 * span + 2) {
+                    for max in min.saturating_sub(1)..(4 * span + 2) {
+                        let plan = block_plan(min, max, chunk, block);
+                        let mut count = vec![0usize; (5 * span + 4) as usize];
+                        for (a, step) in plan.iter().enumerate() {
+                            if a > 0 {
+                                assert!(plan[a - 1].more, "block {a} reachable");
+                            }
+                            let Some((lo, hi)) = step.rest else { continue };
+                            assert!(hi < span);
+                            for (r, t_lo, t_hi) in rest_splits(lo, hi, chunk, block) {
+                                assert!(r < block && t_hi < chunk);
+                                for t in t_lo..=t_hi {
+                                    count[(a as u64 * span + r * chunk + t) as usize] += 1;
+                                }
+                            }
+                        }
+                        for (n, &c) in count.iter().enumerate() {
+                            let want = usize::from((min..=max).contains(&(n as u64)));
+                            assert_eq!(c, want, "chunk {chunk} block {block} {min}..={max}: {n}");
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(block_size(4095), 64);
+        assert_eq!(block_size(BLOCKED_FROM_CHUNKS), 9);
     }
 
     #[test]

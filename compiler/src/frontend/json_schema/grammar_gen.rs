@@ -1194,27 +1194,18 @@ impl<'a> Generator<'a> {
     /// (what follows the closing quote). Bodies are shared by every string with the same
     /// bounds, whatever else their schemas say (`description`...).
     fn string_body(&mut self, min: u64, max: Option<u64>, chunk: u64, ptr: &str) -> R<u32> {
-        let chars = |lo: u64, hi: u64| {
-            string_lang::repeat(string_lang::any_char(), lo as u32, Some(hi as u32))
-        };
-        let text = |h: &Hir| {
-            string_lang::encode(h).map(|x| x.to_string()).map_err(|e| {
-                issue(
-                    ptr,
-                    Some("maxLength"),
-                    format!("cannot write as JSON text: {e}"),
-                )
-            })
-        };
         let body = self.new_nt(&format!("string of {min}..{max:?} characters at {ptr}"))?;
+        if let Some(max) = max.filter(|m| m / chunk >= chunked_string::BLOCKED_FROM_CHUNKS) {
+            self.blocked_string_body(body, min, max, chunk, ptr)?;
+            return Ok(body);
+        }
         let steps = chunked_string::plan(min, max, chunk);
         // counts[j - 1]: `j` chunks read.
         let counts: Vec<u32> = (1..steps.len())
             .map(|j| self.new_nt(&format!("string at {ptr} after {j} chunks")))
             .collect::<R<_>>()?;
         let read = |j: usize| (j > 0).then(|| Symbol::Nonterminal(counts[j - 1]));
-        let mid = text(&chars(chunk, chunk))?;
-        let mid = Symbol::Terminal(self.term(&format!("string chunk at {ptr}"), &mid));
+        let mid = self.string_chars_terminal(chunk, chunk, "string chunk", ptr)?;
         for (j, step) in steps.iter().enumerate() {
             if let Some(k) = step.more {
                 self.rule(counts[k - 1], read(j).into_iter().chain([mid]).collect());
@@ -1224,12 +1215,110 @@ impl<'a> Generator<'a> {
                 self.rule(body, read(j).into_iter().collect());
             }
             if lo.max(1) <= hi {
-                let tail = text(&chars(lo.max(1), hi))?;
-                let tail = Symbol::Terminal(self.term(&format!("string end at {ptr}"), &tail));
+                let tail = self.string_chars_terminal(lo.max(1), hi, "string end", ptr)?;
                 self.rule(body, read(j).into_iter().chain([tail]).collect());
             }
         }
         Ok(body)
+    }
+
+    /// The rules of `body`, a chunked string of `min..=max` characters (`min` ≥ 1) past
+    /// [`chunked_string::BLOCKED_FROM_CHUNKS`] chunks, counted in blocks: `O(a) → O(a-1)
+    /// block`, `block → I(b-1) chunk`, `I(r) → I(r-1) chunk`, and `body → O(a) rest`,
+    /// where a rest is `I(r) tail` within the bounds left after `a` blocks. All left
+    /// recursive, as in [`Self::string_body`]; the rests are interned by their bounds,
+    /// so the LR states inside a block are shared by every `a` with the same rest.
+    fn blocked_string_body(
+        &mut self,
+        body: u32,
+        min: u64,
+        max: u64,
+        chunk: u64,
+        ptr: &str,
+    ) -> R<()> {
+        let block = chunked_string::block_size(max / chunk);
+        let plan = chunked_string::block_plan(min, max, chunk, block);
+        let mid = self.string_chars_terminal(chunk, chunk, "string chunk", ptr)?;
+        // inner[r - 1]: `r` chunks into the current block, `1 <= r < block`.
+        let inner: Vec<u32> = (1..block)
+            .map(|r| self.new_nt(&format!("string at {ptr}: {r} chunks into a block")))
+            .collect::<R<_>>()?;
+        self.rule(inner[0], vec![mid]);
+        for r in 2..block as usize {
+            self.rule(inner[r - 1], vec![Symbol::Nonterminal(inner[r - 2]), mid]);
+        }
+        let whole = self.new_nt(&format!("string at {ptr}: a block of {block} chunks"))?;
+        self.rule(
+            whole,
+            vec![Symbol::Nonterminal(inner[block as usize - 2]), mid],
+        );
+        // blocks[a - 1]: `a` whole blocks read.
+        let blocks: Vec<u32> = (1..plan.len())
+            .map(|a| self.new_nt(&format!("string at {ptr} after {a} blocks")))
+            .collect::<R<_>>()?;
+        for a in 1..plan.len() {
+            let mut rhs: Vec<Symbol> = (a > 1)
+                .then(|| Symbol::Nonterminal(blocks[a - 2]))
+                .into_iter()
+                .collect();
+            rhs.push(Symbol::Nonterminal(whole));
+            self.rule(blocks[a - 1], rhs);
+        }
+        let mut rests: HashMap<(u64, u64), u32> = HashMap::new();
+        for (a, step) in plan.iter().enumerate() {
+            let Some((lo, hi)) = step.rest else { continue };
+            let read = (a > 0).then(|| Symbol::Nonterminal(blocks[a - 1]));
+            if lo == 0 && a > 0 {
+                self.rule(body, read.into_iter().collect());
+            }
+            let lo = lo.max(1);
+            if lo > hi {
+                continue;
+            }
+            let rest = match rests.get(&(lo, hi)) {
+                Some(&rest) => rest,
+                None => {
+                    let rest = self.new_nt(&format!(
+                        "string at {ptr}: {lo}..{hi} characters after whole blocks"
+                    ))?;
+                    for (r, t_lo, t_hi) in chunked_string::rest_splits(lo, hi, chunk, block) {
+                        let prefix = (r > 0).then(|| Symbol::Nonterminal(inner[r as usize - 1]));
+                        if t_lo == 0 && r > 0 {
+                            self.rule(rest, prefix.into_iter().collect());
+                        }
+                        if t_lo.max(1) <= t_hi {
+                            let tail =
+                                self.string_chars_terminal(t_lo.max(1), t_hi, "string end", ptr)?;
+                            self.rule(rest, prefix.into_iter().chain([tail]).collect());
+                        }
+                    }
+                    rests.insert((lo, hi), rest);
+                    rest
+                }
+            };
+            self.rule(
+                body,
+                read.into_iter()
+                    .chain([Symbol::Nonterminal(rest)])
+                    .collect(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The terminal of `lo..=hi` string characters (no quotes), named `what at ptr`.
+    fn string_chars_terminal(&mut self, lo: u64, hi: u64, what: &str, ptr: &str) -> R<Symbol> {
+        let h = string_lang::repeat(string_lang::any_char(), lo as u32, Some(hi as u32));
+        let regex = string_lang::encode(&h).map_err(|e| {
+            issue(
+                ptr,
+                Some("maxLength"),
+                format!("cannot write as JSON text: {e}"),
+            )
+        })?;
+        Ok(Symbol::Terminal(
+            self.term(&format!("{what} at {ptr}"), &regex.to_string()),
+        ))
     }
 
     fn string_regex(&mut self, m: &Map<String, Value>, ptr: &str) -> R<Option<String>> {

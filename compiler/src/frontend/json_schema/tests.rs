@@ -338,6 +338,54 @@ fn long_strings_are_exact_around_every_bound() {
     assert!(!ok(&json!("y".repeat(65536)).to_string()));
 }
 
+/// Past [`super::chunked_string::BLOCKED_FROM_CHUNKS`] chunks the count is in blocks:
+/// every length is right around the bounds and at the end of every block (block and
+/// chunk multiples, one either side), the grammar stays deterministic, and a string's
+/// LR states no longer grow with its bound.
+#[test]
+fn blocked_strings_are_exact_at_every_block() {
+    use super::chunked_string::{block_size, BLOCKED_FROM_CHUNKS, CHUNK_CHARS};
+    let c = CHUNK_CHARS as usize;
+    let unit = ["a", "\"", "é", "😀", "\n"];
+    // Bounds that fall at, before and after a block's end, and both in one block.
+    let max = (BLOCKED_FROM_CHUNKS as usize + 11) * c + 5;
+    let span = block_size(max as u64 / c as u64) as usize * c;
+    for (min, max) in [
+        (1, max),
+        (span - 1, max),
+        (span, max),
+        (2 * span + 3, 3 * span),
+        (3 * span - 9, 3 * span + c),
+    ] {
+        let s = json!({"type": "object", "properties": {"s": {"type": "string", "minLength": min, "maxLength": max}}});
+        let ok = accepts(&s, &SchemaOptions::default());
+        let mut lengths: Vec<usize> = (0..=max / c + 1)
+            .flat_map(|k| [k * c, k * c + 1, (k * c).saturating_sub(1)])
+            .collect();
+        lengths.extend([min.saturating_sub(1), min, min + 1, max - 1, max, max + 1]);
+        for n in lengths {
+            let value: String = (0..n).map(|i| unit[i % unit.len()]).collect();
+            let want = (min..=max).contains(&n);
+            assert_eq!(
+                ok(&json!({ "s": value }).to_string()),
+                want,
+                "{min}..={max}: {n} characters"
+            );
+        }
+        assert_deterministic(&s, &SchemaOptions::default());
+    }
+    // maxLength 32767: one state per chunk count would be ~12,000 LR states.
+    let big = json!({"type": "string", "maxLength": 32767});
+    let g = schema_to_grammar(&big, "s.json", &SchemaOptions::default())
+        .unwrap()
+        .grammar;
+    let dfas = crate::lexer::compile_lexer(&g).unwrap();
+    let lexed = crate::pipeline::LexedGrammar { grammar: g, dfas };
+    let parser = crate::pipeline::compile_parser(&lexed, crate::lr::DEFAULT_MAX_STATES).unwrap();
+    let states = parser.automaton.tables.num_states;
+    assert!(states < 1_000, "{states} LR states");
+}
+
 /// Declared order: additional members before the named ones or after them, counted,
 /// checked against `additionalProperties`, and with one parse per text (no conflict in
 /// the LR(1) automaton: an object of additional members only reads one way).
