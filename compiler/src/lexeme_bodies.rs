@@ -35,6 +35,12 @@ impl BodyTable {
     /// Largest automaton put in canonical form: bodies are the wide, simple lexemes;
     /// a many-state automaton (a `date-time`) is cheaper to walk than to compare.
     pub const MAX_STATES: usize = 64;
+    /// Fewest bytes a lexeme must go on with (or end before) from a state of a lexeme
+    /// with [`BodyTable::MANY_STATES`] for its body to be worth a canonical form: there
+    /// bodies pay off on wide lexemes only, whose walks visit most of the trie.
+    pub const MIN_WIDTH: usize = 32;
+    /// Lexeme automata past this many states have bodies only where they are wide.
+    pub const MANY_STATES: u32 = 256;
 
     /// The canonical form of the automaton reachable from `start`, where `step(s, b)`
     /// is [`BodyTable::END`], [`BodyTable::DEAD`] or the next state (any numbering),
