@@ -24,12 +24,13 @@
 //! the string reads that count off the stack: each such boundary's Parser DWA had a
 //! state and a transition per count, 0.1–0.2 s of compile each. Past
 //! [`BLOCKED_FROM_CHUNKS`] chunks the count has two digits instead ([`block_plan`]):
-//! chunks within the current *block* of `b` chunks (`I(r)`, `r < b`, shared by every
-//! block) and whole blocks read (`O(a)`). A text still splits one way (`a`, `r` and the
-//! tail are the quotient and remainders of its length), the parser still decides with
-//! one token of lookahead (the `b`-th chunk of a block always closes it: a rest is
-//! shorter than a block), and the LR states inside the block's count do not depend on
-//! `a` except through the few distinct rest bounds — about `2·√counts` states.
+//! whole blocks of `b` chunks read (`O(a)`, counted), then the chunks of the current
+//! block as a flat run (`block → chunk^b`, `rest → chunk^r tail`, `r < b`), where the
+//! parser only shifts: a token inside a block reads one state off the stack. A text
+//! still splits one way (`a`, `r` and the tail are the quotient and remainders of its
+//! length), the parser still decides with one token of lookahead (the `b`-th chunk
+//! always closes a block: a rest is shorter), and the LR states inside a block do not
+//! depend on `a` except through the few distinct rest bounds — about `2·√counts` states.
 
 /// Characters in one middle chunk (chosen by measuring compile time, artifact size and
 /// lexer boundaries on MaskBench schemas with o200k: README, "MaskBench subset").

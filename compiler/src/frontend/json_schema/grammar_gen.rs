@@ -1224,10 +1224,11 @@ impl<'a> Generator<'a> {
 
     /// The rules of `body`, a chunked string of `min..=max` characters (`min` ≥ 1) past
     /// [`chunked_string::BLOCKED_FROM_CHUNKS`] chunks, counted in blocks: `O(a) → O(a-1)
-    /// block`, `block → I(b-1) chunk`, `I(r) → I(r-1) chunk`, and `body → O(a) rest`,
-    /// where a rest is `I(r) tail` within the bounds left after `a` blocks. All left
-    /// recursive, as in [`Self::string_body`]; the rests are interned by their bounds,
-    /// so the LR states inside a block are shared by every `a` with the same rest.
+    /// block` (left recursive, as in [`Self::string_body`]), `block → chunk^b`, and
+    /// `body → O(a) rest`, where a rest is `chunk^r tail` within the bounds left after
+    /// `a` blocks. The rests are interned by their bounds, so the LR states inside a
+    /// block are shared by every `a` with the same rest; the parse stack holds at most
+    /// a block's chunks, popped by one reduction per block.
     fn blocked_string_body(
         &mut self,
         body: u32,
@@ -1239,19 +1240,10 @@ impl<'a> Generator<'a> {
         let block = chunked_string::block_size(max / chunk);
         let plan = chunked_string::block_plan(min, max, chunk, block);
         let mid = self.string_chars_terminal(chunk, chunk, "string chunk", ptr)?;
-        // inner[r - 1]: `r` chunks into the current block, `1 <= r < block`.
-        let inner: Vec<u32> = (1..block)
-            .map(|r| self.new_nt(&format!("string at {ptr}: {r} chunks into a block")))
-            .collect::<R<_>>()?;
-        self.rule(inner[0], vec![mid]);
-        for r in 2..block as usize {
-            self.rule(inner[r - 1], vec![Symbol::Nonterminal(inner[r - 2]), mid]);
-        }
+        // A block and a rest are flat runs of chunks, not a count: inside a block the
+        // parser only shifts, so a token that stays inside reads one stack state.
         let whole = self.new_nt(&format!("string at {ptr}: a block of {block} chunks"))?;
-        self.rule(
-            whole,
-            vec![Symbol::Nonterminal(inner[block as usize - 2]), mid],
-        );
+        self.rule(whole, vec![mid; block as usize]);
         // blocks[a - 1]: `a` whole blocks read.
         let blocks: Vec<u32> = (1..plan.len())
             .map(|a| self.new_nt(&format!("string at {ptr} after {a} blocks")))
@@ -1282,9 +1274,9 @@ impl<'a> Generator<'a> {
                         "string at {ptr}: {lo}..{hi} characters after whole blocks"
                     ))?;
                     for (r, t_lo, t_hi) in chunked_string::rest_splits(lo, hi, chunk, block) {
-                        let prefix = (r > 0).then(|| Symbol::Nonterminal(inner[r as usize - 1]));
+                        let prefix = vec![mid; r as usize];
                         if t_lo == 0 && r > 0 {
-                            self.rule(rest, prefix.into_iter().collect());
+                            self.rule(rest, prefix.clone());
                         }
                         if t_lo.max(1) <= t_hi {
                             let tail =
