@@ -434,16 +434,16 @@ impl<'a> Lexing<'a> {
         let k = classes.tokens.len();
         let mut finals: Vec<Vec<(FinalCheck, ClassSet)>> = vec![Vec::new(); n];
         let mut classes_below = vec![ClassSet::empty(k); n];
+        // Where `(word, check)` is in `finals[word]`: a word can end with a check per
+        // terminal (hundreds in a large schema), too many to search.
+        let mut final_at: FxHashMap<(u32, FinalCheck), usize> = FxHashMap::default();
         for (class, outcomes) in classes.outcomes.iter().enumerate() {
             for &(w, check) in outcomes {
                 let f = &mut finals[w as usize];
-                let at = match f.iter().position(|(c, _)| *c == check) {
-                    Some(at) => at,
-                    None => {
-                        f.push((check, ClassSet::empty(k)));
-                        f.len() - 1
-                    }
-                };
+                let at = *final_at.entry((w, check)).or_insert_with(|| {
+                    f.push((check, ClassSet::empty(k)));
+                    f.len() - 1
+                });
                 f[at].1.insert(class as u32);
                 classes_below[w as usize].insert(class as u32);
             }
