@@ -22,7 +22,7 @@ use crate::budget::{BudgetError, Poll};
 use crate::lexeme_bodies::{BodyTable, Interned, PreparedTrie};
 use rustc_hash::FxHashMap;
 use stackmask_formats::{TablesRef, TrieRef};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// "None" for terminal and node fields.
 pub const NONE: u32 = u32::MAX;
@@ -240,8 +240,10 @@ pub struct Lexing<'a> {
     memo: Mutex<SubtreeMemo>,
     /// The token trie, with the lexeme bodies shared by every grammar.
     trie: &'a PreparedTrie,
-    /// Per merged-DFA state: its lexeme's body in canonical form, once asked.
-    bodies: Mutex<FxHashMap<u32, Option<Arc<Body>>>>,
+    /// Per merged-DFA state: its lexeme's body in canonical form, once asked. Asked at
+    /// every first byte of every boundary's walk, by every worker: a `OnceLock` read is
+    /// one load where a shared map took a lock (1–2% of a small schema's compile).
+    bodies: Vec<OnceLock<Option<Arc<Body>>>>,
     /// Per terminal: its merged-DFA states.
     term_states: Vec<u32>,
 }
@@ -308,7 +310,9 @@ impl<'a> Lexing<'a> {
             ignore_start: (0..=255u8).map(|b| starts(tables.ignore, b)).collect(),
             memo: Mutex::default(),
             trie,
-            bodies: Mutex::default(),
+            bodies: (0..tables.dfa_term.len())
+                .map(|_| OnceLock::new())
+                .collect(),
         }
     }
 
@@ -539,9 +543,13 @@ impl<'a> Lexing<'a> {
     /// The body of merged-DFA state `state`'s lexeme, if it is small enough to put in
     /// canonical form (see [`crate::lexeme_bodies`]).
     fn body(&self, state: u32) -> Option<Arc<Body>> {
-        if let Some(body) = self.bodies.lock().expect("no walk panicked").get(&state) {
-            return body.clone();
-        }
+        self.bodies[state as usize]
+            .get_or_init(|| self.make_body(state))
+            .clone()
+    }
+
+    /// [`Lexing::body`], worked out.
+    fn make_body(&self, state: u32) -> Option<Arc<Body>> {
         let t = &self.tables;
         let term = t.dfa_term[state as usize];
         // The byte step of [`Lexing::step`] for a thread that stays in its lexeme.
@@ -569,29 +577,15 @@ impl<'a> Lexing<'a> {
                 < BodyTable::MIN_WIDTH
         };
         if self.term_states[term as usize] > BodyTable::MANY_STATES && narrow() {
-            self.bodies
-                .lock()
-                .expect("no walk panicked")
-                .insert(state, None);
             return None;
         }
-        let too_big = |s: u32| {
-            matches!(
-                self.bodies.lock().expect("no walk panicked").get(&s),
-                Some(None)
-            )
-        };
-        let body = BodyTable::canonical(state, step, too_big).map(|(table, states)| {
+        let too_big = |s: u32| matches!(self.bodies[s as usize].get(), Some(None));
+        BodyTable::canonical(state, step, too_big).map(|(table, states)| {
             Arc::new(Body {
                 table: self.trie.intern(table),
                 states,
             })
-        });
-        self.bodies
-            .lock()
-            .expect("no walk panicked")
-            .insert(state, body.clone());
-        body
+        })
     }
 
     /// Walks the subtree of trie node `root` for one thread `th` (after the node's
