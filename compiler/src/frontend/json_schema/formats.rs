@@ -255,7 +255,7 @@ mod tests {
                 // Every local minute with the offsets that fit it, and a sample of the
                 // others (all of them is 4 million matches).
                 let utc = (local - minutes).rem_euclid(24 * 60);
-                if utc != 23 * 60 + 59 && (i + local as usize) % 97 != 0 {
+                if utc != 23 * 60 + 59 && !(i + local as usize).is_multiple_of(97) {
                     continue;
                 }
                 let t = format!("{:02}:{:02}:60.5{text}", local / 60, local % 60);
