@@ -158,7 +158,8 @@ impl BodyWalk {
 /// compiled for one vocabulary shares. The walks are pure functions of the trie and a
 /// [`BodyTable`], so a grammar's Terminal DWAs do not depend on what is kept.
 pub struct PreparedTrie {
-    trie: TokenTrie,
+    /// Shareable with the runtime's `SharedVocab` made from the same build.
+    trie: Arc<TokenTrie>,
     store: Mutex<Store>,
 }
 
@@ -186,9 +187,9 @@ impl PreparedTrie {
     pub const MAX_BYTES: usize = 256 << 20;
 
     /// Prepares `trie` (nothing is walked yet).
-    pub fn new(trie: TokenTrie) -> Self {
+    pub fn new(trie: impl Into<Arc<TokenTrie>>) -> Self {
         PreparedTrie {
-            trie,
+            trie: trie.into(),
             store: Mutex::default(),
         }
     }
@@ -198,9 +199,9 @@ impl PreparedTrie {
         &self.trie
     }
 
-    /// The trie, the walks dropped.
+    /// The trie, the walks dropped (copied if it is shared).
     pub fn into_trie(self) -> TokenTrie {
-        self.trie
+        Arc::try_unwrap(self.trie).unwrap_or_else(|shared| (*shared).clone())
     }
 
     fn store(&self) -> std::sync::MutexGuard<'_, Store> {

@@ -260,7 +260,8 @@ impl Compiler {
     fn new(py: Python<'_>, tokenizer: &Tokenizer) -> PyResult<Self> {
         let vocab = tokenizer.inner.clone();
         let (trie, shared) = py.detach(|| {
-            let trie = build_trie(&vocab.vocab);
+            // One trie for compiling and for the engines' shared vocabulary.
+            let trie = Arc::new(build_trie(&vocab.vocab));
             let shared = SharedVocab::new(vocab.vocab.clone(), trie.clone());
             (trie, shared)
         });

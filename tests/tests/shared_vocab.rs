@@ -21,9 +21,14 @@ fn json_both_ways(spec: &str) -> (Vec<u8>, Vec<u8>, Arc<SharedVocab>, vocab::Tok
     let source = std::fs::read_to_string(common::workspace().join("grammars/json.lark")).unwrap();
     let compiled = pipeline::compile_parser(&lexed, 100_000).unwrap();
     let tokenizer = vocab::load_tokenizer(spec).unwrap();
-    let trie = vocab::build_trie(&tokenizer.vocab);
+    // As Python's `Compiler` does: one trie, for compiling and for the engines.
+    let trie = Arc::new(vocab::build_trie(&tokenizer.vocab));
     let shared = Arc::new(SharedVocab::new(tokenizer.vocab.clone(), trie.clone()).unwrap());
     let prepared = PreparedTrie::new(trie);
+    assert!(
+        std::ptr::eq(shared.trie().nodes, prepared.trie().view().nodes),
+        "the shared vocabulary and the prepared trie hold one trie, not two"
+    );
     let inputs = VocabInputs {
         spec,
         vocab: &tokenizer.vocab,
