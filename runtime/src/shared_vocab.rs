@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub struct SharedVocab {
     vocab: Vocabulary,
     /// Shared with the compiler's prepared trie where both are made from one build
-    /// (Python's `Compiler`): 8 MB for a 200k vocabulary, once.
+    /// (Python's `Compiler`): 9 MB for o200k (421,661 nodes, 200k ids), once.
     trie: Arc<TokenTrie>,
     hash: u64,
     /// The tokens a mask may hold (ordinary tokens and EOS), as mask words: what an
