@@ -350,13 +350,26 @@ fn blocked_strings_are_exact_at_every_block() {
     // Bounds that fall at, before and after a block's end, and both in one block.
     let max = (BLOCKED_FROM_CHUNKS as usize + 11) * c + 5;
     let span = block_size(max as u64 / c as u64) as usize * c;
+    let last = max / span * span;
+    // A maximum at a block's end (its own block size, which depends on it).
+    let at_end = 8 * block_size(8 * BLOCKED_FROM_CHUNKS / c as u64 + 8) as usize * c;
+    assert_eq!(
+        at_end % (block_size(at_end as u64 / c as u64) as usize * c),
+        0
+    );
     for (min, max) in [
         (1, max),
         (span - 1, max),
         (span, max),
-        (2 * span + 3, 3 * span),
-        (3 * span - 9, 3 * span + c),
+        (last, max),
+        (last + 1, max),
+        (1, at_end),
+        (at_end - 1, at_end),
     ] {
+        assert!(
+            max as u64 / c as u64 >= BLOCKED_FROM_CHUNKS,
+            "{max}: in blocks"
+        );
         let s = json!({"type": "object", "properties": {"s": {"type": "string", "minLength": min, "maxLength": max}}});
         let ok = accepts(&s, &SchemaOptions::default());
         let mut lengths: Vec<usize> = (0..=max / c + 1)
