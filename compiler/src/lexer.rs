@@ -206,6 +206,25 @@ fn build_terminal(
     max_states: usize,
     states_limit: (&'static str, usize),
 ) -> Result<(usize, ByteDfa), LexerErrorKind> {
+    let nfa = thompson::Compiler::new()
+        .syntax(syntax::Config::new().unicode(true).utf8(false))
+        .configure(
+            thompson::Config::new()
+                .utf8(false)
+                .which_captures(thompson::WhichCaptures::None)
+                .nfa_size_limit(Some(limits.nfa_bytes)),
+        )
+        .build(regex)
+        .map_err(|e| nfa_error(regex, &e))?;
+    // A DFA of more than `max_states` states is refused below anyway; capping
+    // regex-automata's DFA at that many rows (its stride is the byte classes plus end
+    // of input, rounded up to a power of two) makes a blow-up fail as soon as it passes
+    // the state limit instead of at `dfa_bytes` (an unanchored `U[a-zA-Z&-9_-]{362}`:
+    // 23 → 5.5 s, the error naming the state limit), as
+    // no `--time-limit` can interrupt a determinization in progress.
+    let stride = (nfa.byte_classes().alphabet_len() + 1).next_power_of_two();
+    let rows = max_states.saturating_mul(stride).saturating_mul(4);
+    let state_bound = rows.saturating_add(64 << 10) < limits.dfa_bytes;
     let dfa = DFA::builder()
         .configure(
             Config::new()
@@ -215,17 +234,26 @@ fn build_terminal(
                 .start_kind(StartKind::Anchored)
                 .minimize(false)
                 .unicode_word_boundary(false)
-                .dfa_size_limit(Some(limits.dfa_bytes))
+                .dfa_size_limit(Some(if state_bound {
+                    rows.saturating_add(64 << 10)
+                } else {
+                    limits.dfa_bytes
+                }))
                 .determinize_size_limit(Some(limits.determinize_bytes)),
         )
-        .syntax(syntax::Config::new().unicode(true).utf8(false))
-        .thompson(
-            thompson::Config::new()
-                .utf8(false)
-                .nfa_size_limit(Some(limits.nfa_bytes)),
-        )
-        .build(regex)
-        .map_err(|e| build_error(regex, &e, limits))?;
+        .build_from_nfa(&nfa)
+        .map_err(|e| match build_error(regex, &e, limits) {
+            // The cap above stands for the state limit.
+            LexerErrorKind::SizeLimit { what, .. }
+                if state_bound && what == "regex-automata DFA size in bytes" =>
+            {
+                LexerErrorKind::SizeLimit {
+                    what: states_limit.0,
+                    limit: states_limit.1,
+                }
+            }
+            other => other,
+        })?;
     let start = dfa
         .start_state(&start::Config::new().anchored(Anchored::Yes))
         .map_err(|e| LexerErrorKind::Unsupported(e.to_string()))?;
@@ -320,26 +348,32 @@ fn build_error(regex: &str, e: &BuildError, limits: &LexerLimits) -> LexerErrorK
         };
         return LexerErrorKind::SizeLimit { what, limit };
     }
-    // The NFA's limit is reported through the source chain.
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(limit) = s
-            .downcast_ref::<thompson::BuildError>()
-            .and_then(|n| n.size_limit())
-        {
-            return LexerErrorKind::SizeLimit {
-                what: "NFA size in bytes (nfa_size_limit)",
-                limit,
-            };
-        }
-        source = s.source();
-    }
     if msg.starts_with("unsupported regex feature for DFAs") && msg.contains("word boundar") {
         return LexerErrorKind::Unsupported(UNICODE_WORD_BOUNDARY.into());
     }
     let source = std::error::Error::source(e)
         .map(|s| s.to_string())
         .unwrap_or_default();
+    regex_error(regex, msg, source)
+}
+
+/// The error of a terminal's regex that does not compile to an NFA: its size limit,
+/// or what [`regex_error`] makes of the message.
+fn nfa_error(regex: &str, e: &thompson::BuildError) -> LexerErrorKind {
+    if let Some(limit) = e.size_limit() {
+        return LexerErrorKind::SizeLimit {
+            what: "NFA size in bytes (nfa_size_limit)",
+            limit,
+        };
+    }
+    let source = std::error::Error::source(e)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    regex_error(regex, e.to_string(), source)
+}
+
+/// A regex error by its message: an unsupported feature named, else the syntax error.
+fn regex_error(regex: &str, msg: String, source: String) -> LexerErrorKind {
     let full = if source.is_empty() {
         msg
     } else {
@@ -583,6 +617,27 @@ mod tests {
             ignore: vec![],
             allow_initial_skip: false,
         }
+    }
+
+    /// A determinization that blows up stops at the state limit, named, not at
+    /// regex-automata's DFA bytes: "contains `U` then 40 name characters" must track
+    /// every `U` of the last 40 bytes (2^40 subsets), and with the default 64 MB of DFA it
+    /// ran for 23 s (release) with 65,536 states allowed, and no time limit can stop it.
+    #[test]
+    fn a_determinization_blow_up_stops_at_the_state_limit() {
+        let limits = LexerLimits {
+            terminal_states: 2_000,
+            ..LexerLimits::default()
+        };
+        let blow_up = grammar_of(&["(?s:.)*U[a-zA-Z0-9_-]{40}(?s:.)*"]);
+        let e = compile_lexer_with(&blow_up, &limits).unwrap_err();
+        assert_eq!(
+            e.kind,
+            LexerErrorKind::SizeLimit {
+                what: PER_TERMINAL,
+                limit: 2_000
+            }
+        );
     }
 
     #[test]
