@@ -117,6 +117,8 @@ pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
 
 /// Names of the two state limits in errors.
 const PER_TERMINAL: &str = "states per terminal";
+/// The name of regex-automata's DFA size limit ([`LexerLimits::dfa_bytes`]).
+const DFA_BYTES: &str = "regex-automata DFA size in bytes";
 const BUDGET: &str = "states of all terminals together (the lexer table budget)";
 
 /// [`compile_terminal`] with explicit limits; the table may have at most `max_states`
@@ -220,11 +222,14 @@ fn build_terminal(
     // regex-automata's DFA at that many rows (its stride is the byte classes plus end
     // of input, rounded up to a power of two) makes a blow-up fail as soon as it passes
     // the state limit instead of at `dfa_bytes` (an unanchored `U[a-zA-Z&-9_-]{362}`:
-    // 23 → 5.5 s, the error naming the state limit), as
+    // 23 → 7 s, the error naming the state limit), as
     // no `--time-limit` can interrupt a determinization in progress.
+    // A quarter more rows and 64 KiB of slack: the DFA also holds its special states
+    // and the start states of other look-behind contexts, which our count skips.
     let stride = (nfa.byte_classes().alphabet_len() + 1).next_power_of_two();
     let rows = max_states.saturating_mul(stride).saturating_mul(4);
-    let state_bound = rows.saturating_add(64 << 10) < limits.dfa_bytes;
+    let cap = rows.saturating_add(rows / 4).saturating_add(64 << 10);
+    let state_bound = cap < limits.dfa_bytes;
     let dfa = DFA::builder()
         .configure(
             Config::new()
@@ -234,19 +239,13 @@ fn build_terminal(
                 .start_kind(StartKind::Anchored)
                 .minimize(false)
                 .unicode_word_boundary(false)
-                .dfa_size_limit(Some(if state_bound {
-                    rows.saturating_add(64 << 10)
-                } else {
-                    limits.dfa_bytes
-                }))
+                .dfa_size_limit(Some(if state_bound { cap } else { limits.dfa_bytes }))
                 .determinize_size_limit(Some(limits.determinize_bytes)),
         )
         .build_from_nfa(&nfa)
         .map_err(|e| match build_error(regex, &e, limits) {
             // The cap above stands for the state limit.
-            LexerErrorKind::SizeLimit { what, .. }
-                if state_bound && what == "regex-automata DFA size in bytes" =>
-            {
+            LexerErrorKind::SizeLimit { what, .. } if state_bound && what == DFA_BYTES => {
                 LexerErrorKind::SizeLimit {
                     what: states_limit.0,
                     limit: states_limit.1,
@@ -342,7 +341,7 @@ fn build_error(regex: &str, e: &BuildError, limits: &LexerLimits) -> LexerErrorK
                 limits.determinize_bytes,
             )
         } else if msg.starts_with("DFA exceeded") {
-            ("regex-automata DFA size in bytes", limits.dfa_bytes)
+            (DFA_BYTES, limits.dfa_bytes)
         } else {
             ("regex-automata DFA state ids", usize::MAX)
         };
