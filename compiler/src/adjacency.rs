@@ -181,7 +181,7 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         let states = d.num_states();
         // Only states a lexeme can continue from have edges: a lazy lexeme ends at its
         // first match.
-        let preds = ReverseEdges::new(&d.trans, |q| {
+        let preds = ReverseEdges::new(&d.trans, 256, |q| {
             q != ByteDfa::DEAD && !(lazy && d.is_accepting(q))
         });
         let af: Vec<Option<ByteSet>> = (0..states as u32)

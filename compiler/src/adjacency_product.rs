@@ -209,7 +209,7 @@ impl Adjacency {
             .enumerate()
             .map(|(t, d)| {
                 let lazy = g.terminals[t].lazy;
-                let preds = ReverseEdges::new(&d.trans, |q| {
+                let preds = ReverseEdges::new(&d.trans, 256, |q| {
                     q != ByteDfa::DEAD && !(lazy && d.is_accepting(q))
                 });
                 let mut per_state = vec![vec![false; states]; d.num_states()];
@@ -392,7 +392,7 @@ impl Builder<'_> {
                 let mut live: Vec<bool> = (0..split.num_states() as u32)
                     .map(|q| split.is_accepting(q))
                     .collect();
-                ReverseEdges::new(&split.trans, |_| true)
+                ReverseEdges::new(&split.trans, 256, |_| true)
                     .spread_backwards(&mut live, &mut Vec::new());
                 for (q, l) in live.iter().enumerate() {
                     if *l {

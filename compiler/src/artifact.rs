@@ -90,6 +90,7 @@ fn grammar_sections(
         num_states: lr.num_states,
         start_state: lr.start_state,
         expected_words: t.expected_words,
+        byte_classes: t.byte_classes,
         allow_initial_skip: t.allow_initial_skip,
         conflicts: compiled.automaton.conflicts.len() as u32,
         lexer_configs: t.configs.flags.len() as u32,
@@ -98,6 +99,7 @@ fn grammar_sections(
     let mut w = ArtifactWriter::new(content_hash(inputs.grammar_source.as_bytes()), vocab_hash);
     w.add_bincode(layout::META, &meta)?;
     w.add_pod(layout::DFA_TRANS, &t.dfa_trans)?;
+    w.add_pod(layout::BYTE_CLASS, &t.byte_class)?;
     w.add_pod(layout::DFA_FLAGS, &t.dfa_flags)?;
     w.add_pod(layout::DFA_START, &t.dfa_start)?;
     w.add_pod(layout::DFA_BASE, &t.dfa_base)?;

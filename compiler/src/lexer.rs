@@ -307,7 +307,8 @@ fn build_terminal(
 fn fold_dead_states(mut trans: Vec<u32>, accepting: &[bool], start: u32) -> ByteDfa {
     let n = accepting.len();
     let mut live = accepting.to_vec();
-    ReverseEdges::new(&trans, |s| s != ByteDfa::DEAD).spread_backwards(&mut live, &mut Vec::new());
+    ReverseEdges::new(&trans, 256, |s| s != ByteDfa::DEAD)
+        .spread_backwards(&mut live, &mut Vec::new());
     live[0] = false;
     for t in trans.iter_mut() {
         if !live[*t as usize] {

@@ -127,7 +127,9 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
         }
     }
 
-    // Close under byte transitions.
+    // Close under byte transitions, one byte per byte class (the DFAs step every byte
+    // of a class alike).
+    let reps = view.class_representatives();
     let mut next = Vec::new();
     let mut i = 0;
     let mut going_on: Vec<u32> = Vec::new();
@@ -139,7 +141,7 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
                 !(t.lazy[dfa_term[g as usize] as usize] != 0 && view.dfa_accepting(g))
             }),
         );
-        for b in 0..=255u8 {
+        for &b in &reps {
             scratch.clear();
             scratch.extend(
                 going_on

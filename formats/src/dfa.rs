@@ -93,8 +93,9 @@ impl ByteDfa {
     }
 }
 
-/// The reverse transitions of a 256-wide table (`trans[s * 256 + b]`, state 0 the dead
-/// sink), for spreading a property backwards: "can reach an accepting state" (liveness,
+/// The reverse transitions of a table `width` columns wide (`trans[s * width + c]`:
+/// 256 for a [`ByteDfa`], one per byte class for the merged table), state 0 the dead
+/// sink, for spreading a property backwards: "can reach an accepting state" (liveness,
 /// computed by the lexer stage and re-checked at load) or "can reach a good state" (the
 /// compiler's dead-end check). Stored CSR: the states with an edge into `t` are
 /// `sources[start[t]..start[t + 1]]`. Edges into state 0 are left out (nothing of
@@ -105,15 +106,15 @@ pub struct ReverseEdges {
 }
 
 impl ReverseEdges {
-    /// The edges `s → t` of `trans` with `t != 0` and `keep(s)`. Every target must be a
-    /// state (`< trans.len() / 256`).
-    pub fn new(trans: &[u32], keep: impl Fn(u32) -> bool) -> Self {
-        let n = trans.len() / 256;
+    /// The edges `s → t` of `trans` (`width` columns per state) with `t != 0` and
+    /// `keep(s)`. Every target must be a state (`< trans.len() / width`).
+    pub fn new(trans: &[u32], width: usize, keep: impl Fn(u32) -> bool) -> Self {
+        let n = trans.len() / width;
         let edges = || {
             trans
                 .iter()
                 .enumerate()
-                .map(|(i, &t)| ((i / 256) as u32, t))
+                .map(|(i, &t)| ((i / width) as u32, t))
                 .filter(|&(s, t)| t != ByteDfa::DEAD && keep(s))
         };
         let mut start = vec![0usize; n + 1];

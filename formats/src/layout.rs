@@ -12,8 +12,11 @@ use serde::{Deserialize, Serialize};
 
 /// Metadata (bincode).
 pub const META: SectionKind = SectionKind::from_tag(*b"META");
-/// All terminal DFAs merged: transitions (`u32`, 256 per state).
+/// All terminal DFAs merged: transitions (`u32`, one per byte class and state).
 pub const DFA_TRANS: SectionKind = SectionKind::from_tag(*b"DFAT");
+/// Per byte: its byte class, the column of [`DFA_TRANS`] and [`CONF_NEXT`] it reads
+/// (`u8`, 256).
+pub const BYTE_CLASS: SectionKind = SectionKind::from_tag(*b"DFAC");
 /// Merged DFA state flags (`u8`).
 pub const DFA_FLAGS: SectionKind = SectionKind::from_tag(*b"DFAF");
 /// Per terminal: start state in the merged table (`u32`).
@@ -54,7 +57,7 @@ pub const STATE_CLASS: SectionKind = SectionKind::from_tag(*b"LCSC");
 pub const CLASS_START: SectionKind = SectionKind::from_tag(*b"LCCS");
 /// Start configurations of ignore lexemes per byte (`u32`).
 pub const IGNORE_START: SectionKind = SectionKind::from_tag(*b"LCIS");
-/// Configuration transitions (`u32`, 256 per configuration).
+/// Configuration transitions (`u32`, one per byte class and configuration).
 pub const CONF_NEXT: SectionKind = SectionKind::from_tag(*b"LCNX");
 /// Configuration element index (`u32`, CSR).
 pub const CONF_ELEM_INDEX: SectionKind = SectionKind::from_tag(*b"LCEI");
@@ -160,6 +163,8 @@ pub struct ArtifactMeta {
     pub start_state: u32,
     /// Words per state in the expected-terminal sets.
     pub expected_words: u32,
+    /// Byte classes: columns per state of the lexer tables.
+    pub byte_classes: u32,
     /// Whether ignore lexemes may come first.
     pub allow_initial_skip: bool,
     /// Number of conflicting LR cells (GLR forks), for `inspect`.

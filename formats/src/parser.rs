@@ -22,7 +22,8 @@ pub struct LexerConfigs {
     pub class_start: Vec<u32>,
     /// `ignore_start[b]`: the configuration of the ignore lexemes starting with `b`.
     pub ignore_start: Vec<u32>,
-    /// `next[c * 256 + b]`: configuration `c` after byte `b` (0 = nothing alive).
+    /// `next[c * k + byte_class[b]]`: configuration `c` after byte `b` (0 = nothing
+    /// alive), `k` columns per configuration as in [`ParserTables::dfa_trans`].
     pub next: Vec<u32>,
     /// Elements of configuration `c`: `elems[elem_index[c]..elem_index[c + 1]]`.
     pub elem_index: Vec<u32>,
@@ -38,8 +39,16 @@ pub struct LexerConfigs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ParserTables {
     /// All terminal DFAs in one table: global state 0 is the shared dead state,
-    /// `dfa_trans[s * 256 + b]` the successor.
+    /// `dfa_trans[s * byte_classes + byte_class[b]]` the successor. One column per byte
+    /// class, not per byte: a `date-time` lexeme's 11,000 states took 11 MB at 256
+    /// columns and its lexer configurations as much again, written, loaded and checked
+    /// for every schema that has one; its bytes fall into ~20 classes.
     pub dfa_trans: Vec<u32>,
+    /// Per byte: its class, the column it reads in [`Self::dfa_trans`] and
+    /// [`LexerConfigs::next`] (bytes no terminal DFA tells apart share one).
+    pub byte_class: Vec<u8>,
+    /// Number of byte classes (columns per state).
+    pub byte_classes: u32,
     /// Per global DFA state: [`ByteDfa::ACCEPTING`] | [`ByteDfa::LIVE`].
     pub dfa_flags: Vec<u8>,
     /// Per terminal: its start state in the global table.
@@ -99,6 +108,10 @@ pub const NO_FOLLOW_LIMIT: u32 = u32::MAX;
 pub struct TablesRef<'a> {
     /// See [`ParserTables::dfa_trans`].
     pub dfa_trans: &'a [u32],
+    /// See [`ParserTables::byte_class`].
+    pub byte_class: &'a [u8],
+    /// See [`ParserTables::byte_classes`].
+    pub byte_classes: u32,
     /// See [`ParserTables::dfa_flags`].
     pub dfa_flags: &'a [u8],
     /// See [`ParserTables::dfa_start`].
@@ -146,7 +159,9 @@ impl ParserTables {
         allow_initial_skip: bool,
         lr: LrTables,
     ) -> Self {
-        let mut dfa_trans = vec![0u32; 256];
+        let (byte_class, byte_classes) = byte_partition(dfas);
+        let reps = class_representatives(&byte_class, byte_classes);
+        let mut dfa_trans = vec![0u32; reps.len()];
         let mut dfa_flags = vec![0u8];
         let mut dfa_start = Vec::with_capacity(dfas.len());
         let mut dfa_base = Vec::with_capacity(dfas.len() + 1);
@@ -156,7 +171,7 @@ impl ParserTables {
             dfa_base.push(base);
             let global = |s: u32| if s == ByteDfa::DEAD { 0 } else { base + s - 1 };
             for s in 1..d.num_states() as u32 {
-                dfa_trans.extend((0..=255u8).map(|b| global(d.next(s, b))));
+                dfa_trans.extend(reps.iter().map(|&b| global(d.next(s, b))));
                 dfa_flags.push(d.flags[s as usize]);
             }
             dfa_start.push(global(d.start));
@@ -170,6 +185,8 @@ impl ParserTables {
         }
         ParserTables {
             dfa_trans,
+            byte_class: byte_class.to_vec(),
+            byte_classes,
             dfa_flags,
             dfa_start,
             dfa_base,
@@ -189,6 +206,8 @@ impl ParserTables {
     pub fn view(&self) -> TablesRef<'_> {
         TablesRef {
             dfa_trans: &self.dfa_trans,
+            byte_class: &self.byte_class,
+            byte_classes: self.byte_classes,
             dfa_flags: &self.dfa_flags,
             dfa_start: &self.dfa_start,
             lazy: &self.lazy,
@@ -216,7 +235,14 @@ impl TablesRef<'_> {
     /// indexes out of bounds.
     pub fn validate(&self) -> Result<(), String> {
         let states = self.dfa_flags.len();
-        if states == 0 || self.dfa_trans.len() != states * 256 {
+        let k = self.byte_classes as usize;
+        if self.byte_class.len() != 256 || k == 0 || k > 256 {
+            return Err("dfa: the byte class table must map 256 bytes to 1..=256 classes".into());
+        }
+        if self.byte_class.iter().any(|&c| c as usize >= k) {
+            return Err("dfa: byte class out of range".into());
+        }
+        if states == 0 || self.dfa_trans.len() != states * k {
             return Err("dfa: transition table does not match the state count".into());
         }
         if self
@@ -227,7 +253,7 @@ impl TablesRef<'_> {
         {
             return Err("dfa: state out of range".into());
         }
-        if self.dfa_flags[0] != 0 || self.dfa_trans[..256].iter().any(|&s| s != 0) {
+        if self.dfa_flags[0] != 0 || self.dfa_trans[..k].iter().any(|&s| s != 0) {
             return Err("dfa: state 0 must be the dead sink".into());
         }
         self.validate_liveness()?;
@@ -285,7 +311,8 @@ impl TablesRef<'_> {
             return bad(format!("state {s} is accepting but not live"));
         }
         let mut live: Vec<bool> = (0..n).map(|s| self.dfa_accepting(s as u32)).collect();
-        ReverseEdges::new(self.dfa_trans, |_| true).spread_backwards(&mut live, &mut Vec::new());
+        ReverseEdges::new(self.dfa_trans, self.byte_classes as usize, |_| true)
+            .spread_backwards(&mut live, &mut Vec::new());
         if let Some(s) = (0..n).find(|&s| live[s] != (self.dfa_flags[s] & ByteDfa::LIVE != 0)) {
             return bad(format!(
                 "state {s}'s live flag disagrees with its transitions (it {} reach an accepting state)",
@@ -339,7 +366,7 @@ impl TablesRef<'_> {
         let bad = |what: &str| Err(format!("lexer configurations: {what}"));
         if n == 0
             || self.conf_elem_index.len() != n + 1
-            || self.conf_next.len() != n * 256
+            || self.conf_next.len() != n * self.byte_classes as usize
             || self.ignore_start.len() != 256
         {
             return bad("table sizes disagree");
@@ -408,7 +435,8 @@ impl TablesRef<'_> {
     /// Configuration `c` after byte `b`.
     #[inline]
     pub fn conf_step(&self, c: u32, b: u8) -> u32 {
-        self.conf_next[c as usize * 256 + b as usize]
+        self.conf_next
+            [c as usize * self.byte_classes as usize + self.byte_class[b as usize] as usize]
     }
 
     /// Start configuration of grammar lexemes for LR state `state` and first byte `b`.
@@ -435,7 +463,13 @@ impl TablesRef<'_> {
     /// Global DFA successor.
     #[inline]
     pub fn dfa_next(&self, state: u32, byte: u8) -> u32 {
-        self.dfa_trans[state as usize * 256 + byte as usize]
+        self.dfa_trans
+            [state as usize * self.byte_classes as usize + self.byte_class[byte as usize] as usize]
+    }
+
+    /// One byte of each byte class, the smallest: stepping these steps every byte.
+    pub fn class_representatives(&self) -> Vec<u8> {
+        class_representatives(self.byte_class, self.byte_classes)
     }
 
     /// Whether a lexeme in global DFA state `state` can still end (the `LIVE` flag;
@@ -530,6 +564,54 @@ pub fn split_dfas(tables: &TablesRef<'_>, dfa_base: &[u32]) -> Result<Vec<ByteDf
         .collect()
 }
 
+/// The coarsest partition of the bytes that the DFAs `dfas` cannot tell apart (two
+/// bytes share a class when every state of every DFA sends them to the same state), as
+/// a class per byte, classes numbered by their smallest byte, and the class count.
+pub fn byte_partition(dfas: &[ByteDfa]) -> ([u8; 256], u32) {
+    // Compare columns by a hash first; equal hashes are confirmed column by column.
+    let mut hash = [0u64; 256];
+    for d in dfas {
+        for row in d.trans.chunks_exact(256) {
+            for (h, &t) in hash.iter_mut().zip(row) {
+                *h = (h.rotate_left(5) ^ u64::from(t)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+            }
+        }
+    }
+    let same = |a: usize, b: usize| {
+        hash[a] == hash[b]
+            && dfas
+                .iter()
+                .all(|d| d.trans.chunks_exact(256).all(|row| row[a] == row[b]))
+    };
+    let mut class = [0u8; 256];
+    let mut reps: Vec<usize> = Vec::new();
+    for (b, class) in class.iter_mut().enumerate() {
+        *class = match reps.iter().position(|&r| same(r, b)) {
+            Some(c) => c as u8,
+            None => {
+                reps.push(b);
+                (reps.len() - 1) as u8
+            }
+        };
+    }
+    (class, reps.len() as u32)
+}
+
+/// The smallest byte of each of `classes` classes (`byte_class` maps every byte to one
+/// below `classes`). A class no byte is in (a loaded table may have one) gets byte 0:
+/// no byte reads its column, so what stepping byte 0 gives does not matter there.
+fn class_representatives(byte_class: &[u8], classes: u32) -> Vec<u8> {
+    let mut reps = vec![0u8; classes as usize];
+    let mut seen = vec![false; classes as usize];
+    for (b, &c) in byte_class.iter().enumerate() {
+        if let Some(s) = seen.get_mut(c as usize).filter(|s| !**s) {
+            *s = true;
+            reps[c as usize] = b as u8;
+        }
+    }
+    reps
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +627,9 @@ mod tests {
         trans[2 * 256 + b'b' as usize] = 3;
         ParserTables {
             dfa_trans: trans,
+            // Every byte its own class: the table is as wide as a `ByteDfa`'s.
+            byte_class: (0..=255).collect(),
+            byte_classes: 256,
             dfa_flags: vec![
                 0,
                 ByteDfa::LIVE,
@@ -596,5 +681,74 @@ mod tests {
         t.view().validate_liveness().unwrap();
         t.dfa_trans[3 * 256 + b'c' as usize] = 4;
         t.view().validate_liveness().unwrap();
+    }
+
+    /// Random DFAs whose transitions come in runs of bytes (as a regex's classes do).
+    fn random_dfas(seed: &mut u64) -> Vec<ByteDfa> {
+        let mut next = |n: u64| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed % n
+        };
+        (0..1 + next(3))
+            .map(|_| {
+                let states = 2 + next(5) as u32;
+                let mut trans = vec![0u32; 256];
+                for _ in 1..states {
+                    let mut row = [0u32; 256];
+                    let mut b = 0;
+                    while b < 256 {
+                        let short = next(4) == 0;
+                        let run = 1 + next(if short { 3 } else { 90 }) as usize;
+                        let to = next(states as u64) as u32;
+                        row[b..(b + run).min(256)].fill(to);
+                        b += run;
+                    }
+                    trans.extend(row);
+                }
+                let mut flags = vec![0u8; states as usize];
+                flags[1..].fill(ByteDfa::LIVE);
+                ByteDfa {
+                    start: 1,
+                    trans,
+                    flags,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn byte_classes_are_the_coarsest_partition_the_dfas_respect() {
+        let mut seed = 0x5eed_cafe_u64;
+        for _ in 0..300 {
+            let dfas = random_dfas(&mut seed);
+            let (class, k) = byte_partition(&dfas);
+            let reps = class_representatives(&class, k);
+            assert_eq!(reps.len(), k as usize);
+            let column = |b: u8| -> Vec<u32> {
+                dfas.iter()
+                    .flat_map(|d| (0..d.num_states() as u32).map(move |s| d.next(s, b)))
+                    .collect()
+            };
+            // Sound: every byte steps as its class's representative does.
+            for b in 0..=255u8 {
+                assert!((class[b as usize] as u32) < k);
+                assert_eq!(
+                    column(b),
+                    column(reps[class[b as usize] as usize]),
+                    "byte {b}"
+                );
+            }
+            // Coarsest: two classes differ in some state, and classes are numbered by
+            // their smallest byte.
+            for c1 in 0..reps.len() {
+                assert_eq!(class[reps[c1] as usize] as usize, c1);
+                for c2 in c1 + 1..reps.len() {
+                    assert!(reps[c1] < reps[c2]);
+                    assert_ne!(column(reps[c1]), column(reps[c2]), "classes {c1}, {c2}");
+                }
+            }
+        }
     }
 }

@@ -98,6 +98,7 @@ self_cell::self_cell!(
 #[derive(Debug, Clone)]
 struct Ranges {
     dfa_trans: Range<usize>,
+    byte_class: Range<usize>,
     dfa_flags: Range<usize>,
     dfa_start: Range<usize>,
     dfa_base: Range<usize>,
@@ -226,6 +227,7 @@ impl Engine {
             Ok((start..start + std::mem::size_of_val(s), s))
         }
         let (r_dfa_trans, _) = range::<u32>(&artifact, base, layout::DFA_TRANS)?;
+        let (r_byte_class, _) = range::<u8>(&artifact, base, layout::BYTE_CLASS)?;
         let (r_dfa_flags, _) = range::<u8>(&artifact, base, layout::DFA_FLAGS)?;
         let (r_dfa_start, dfa_start) = range::<u32>(&artifact, base, layout::DFA_START)?;
         let (r_dfa_base, dfa_base) = range::<u32>(&artifact, base, layout::DFA_BASE)?;
@@ -268,6 +270,7 @@ impl Engine {
 
         let ranges = Ranges {
             dfa_trans: r_dfa_trans,
+            byte_class: r_byte_class,
             dfa_flags: r_dfa_flags,
             dfa_start: r_dfa_start,
             dfa_base: r_dfa_base,
@@ -556,6 +559,8 @@ fn arr_in<'a, T: Pod>(bytes: &'a [u8], r: &Range<usize>) -> &'a [T] {
 fn tables_in<'a>(bytes: &'a [u8], r: &Ranges, meta: &ArtifactMeta) -> TablesRef<'a> {
     TablesRef {
         dfa_trans: arr_in(bytes, &r.dfa_trans),
+        byte_class: arr_in(bytes, &r.byte_class),
+        byte_classes: meta.byte_classes,
         dfa_flags: arr_in(bytes, &r.dfa_flags),
         dfa_start: arr_in(bytes, &r.dfa_start),
         lazy: arr_in(bytes, &r.lazy),

@@ -426,6 +426,11 @@ fn terminals(p: &Parts) -> u32 {
     p.u32s(layout::DFA_START).len() as u32
 }
 
+/// Byte classes: columns per state of the lexer tables.
+fn byte_classes(p: &Parts) -> usize {
+    p.meta().byte_classes as usize
+}
+
 /// Number of interned lexer configurations.
 fn configs(p: &Parts) -> u32 {
     p.section(layout::CONF_FLAGS).bytes.len() as u32
@@ -621,8 +626,25 @@ fn crafted_cases() -> Vec<Case> {
             })
         }),
         case("DFA dead state 0 has a transition", Invalid, |p| {
-            p.edit_u32s(DFA_TRANS, |t| t[b'{' as usize] = 1)
+            let c = p.section(BYTE_CLASS).bytes[b'{' as usize] as usize;
+            p.edit_u32s(DFA_TRANS, |t| t[c] = 1)
         }),
+        // Byte classes: the column every lexer step reads.
+        case("byte class past the class count", Invalid, move |p| {
+            let k = byte_classes(p) as u8;
+            p.section_mut(BYTE_CLASS).bytes[b'"' as usize] = k;
+        }),
+        case("byte class table one byte short", Invalid, |p| {
+            p.section_mut(BYTE_CLASS).bytes.pop();
+        }),
+        case("META: no byte classes", Invalid, |p| {
+            p.edit_meta(|m| m.byte_classes = 0)
+        }),
+        case(
+            "META: one byte class more than the tables have",
+            Invalid,
+            |p| p.edit_meta(|m| m.byte_classes += 1),
+        ),
         case("DFA dead state 0 is accepting", Invalid, |p| {
             p.section_mut(DFA_FLAGS).bytes[0] = 1;
         }),
@@ -640,9 +662,10 @@ fn crafted_cases() -> Vec<Case> {
             Invalid,
             |p| {
                 let t = p.u32s(DFA_TRANS);
+                let k = byte_classes(p);
                 let f = &mut p.section_mut(DFA_FLAGS).bytes;
                 let s = (1..f.len())
-                    .find(|&s| f[s] == 3 && t[s * 256..(s + 1) * 256].iter().all(|&x| x == 0))
+                    .find(|&s| f[s] == 3 && t[s * k..(s + 1) * k].iter().all(|&x| x == 0))
                     .expect("an accepting state with no way on");
                 f[s] = 2;
             },
@@ -651,8 +674,9 @@ fn crafted_cases() -> Vec<Case> {
             let n = dfa_states(p);
             p.edit_u32s(DFA_START, |s| s[0] = n)
         }),
-        case("DFA transition table not 256 per state", Invalid, |p| {
-            p.edit_u32s(DFA_TRANS, |t| t.truncate(t.len() - 256))
+        case("DFA transition table one state short", Invalid, |p| {
+            let k = byte_classes(p);
+            p.edit_u32s(DFA_TRANS, |t| t.truncate(t.len() - k))
         }),
         case("DFA flags one state short", Invalid, |p| {
             p.section_mut(DFA_FLAGS).bytes.pop();
@@ -726,7 +750,10 @@ fn crafted_cases() -> Vec<Case> {
         case(
             "configuration transitions one configuration short",
             Invalid,
-            |p| p.edit_u32s(CONF_NEXT, |c| c.truncate(c.len() - 256)),
+            |p| {
+                let k = byte_classes(p);
+                p.edit_u32s(CONF_NEXT, |c| c.truncate(c.len() - k))
+            },
         ),
         case("configuration element index not monotone", Invalid, |p| {
             p.edit_u32s(CONF_ELEM_INDEX, |c| {
@@ -1604,6 +1631,7 @@ fn section_kinds_are_the_documented_ones() {
     for k in [
         layout::META,
         layout::DFA_TRANS,
+        layout::BYTE_CLASS,
         layout::DFA_FLAGS,
         layout::DFA_START,
         layout::DFA_BASE,
