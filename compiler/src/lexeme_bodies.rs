@@ -23,7 +23,16 @@ use std::sync::{Arc, Mutex};
 
 /// The automaton of one lexeme from one state, in canonical form: state 0 is the start,
 /// states are numbered in breadth-first order over the bytes, and row `s` (256 entries)
-/// says per byte [`BodyTable::END`], [`BodyTable::DEAD`] or the next state.
+/// says per byte [`BodyTable::END`], [`BodyTable::DEAD`], [`BodyTable::CUT`] or the next
+/// state.
+///
+/// Only the first [`BodyTable::MAX_DEPTH`] bytes are kept: a state first reached after
+/// that many is [`BodyTable::CUT`]. Tokens are short, so this rarely loses anything, and
+/// it makes a counted lexeme's bodies one: `[0-9a-z_-]{1,255}` has a state per count
+/// left, each the start of its own automaton, yet from every count above the depth the
+/// first 64 bytes look the same (a property-name pattern's 190 plain trie walks became
+/// one shared walk). A walk that reaches a cut says so ([`BodyWalk::truncated`]) and
+/// the caller walks that subtree itself.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BodyTable(pub Box<[u32]>);
 
@@ -32,6 +41,10 @@ impl BodyTable {
     pub const END: u32 = u32::MAX;
     /// The lexeme cannot go on with the byte, nor end before it.
     pub const DEAD: u32 = u32::MAX - 1;
+    /// The lexeme goes on with the byte, past the depth the table keeps.
+    pub const CUT: u32 = u32::MAX - 2;
+    /// Bytes of the lexeme a table keeps (see [`BodyTable`]).
+    pub const MAX_DEPTH: u32 = 48;
     /// Largest automaton put in canonical form: bodies are the wide, simple lexemes;
     /// a many-state automaton (a `date-time`) is cheaper to walk than to compare.
     pub const MAX_STATES: usize = 64;
@@ -42,17 +55,20 @@ impl BodyTable {
     /// Lexeme automata past this many states have bodies only where they are wide.
     pub const MANY_STATES: u32 = 256;
 
-    /// The canonical form of the automaton reachable from `start`, where `step(s, b)`
-    /// is [`BodyTable::END`], [`BodyTable::DEAD`] or the next state (any numbering),
-    /// with the original state of each canonical one; `None` past
-    /// [`BodyTable::MAX_STATES`], or on reaching a state `too_big` says has no
-    /// canonical form (what it reaches, `start` reaches too).
+    /// The canonical form of the automaton reachable from `start` within
+    /// [`BodyTable::MAX_DEPTH`] bytes, where `step(s, b)` is [`BodyTable::END`],
+    /// [`BodyTable::DEAD`] or the next state (any numbering), with the original state
+    /// of each canonical one; `None` past [`BodyTable::MAX_STATES`], or on reaching a
+    /// state `too_big` says has no canonical form (what it reaches, `start` mostly
+    /// reaches too: giving up early only costs the shortcut).
     pub fn canonical(
         start: u32,
         step: impl Fn(u32, u8) -> u32,
         too_big: impl Fn(u32) -> bool,
     ) -> Option<(BodyTable, Vec<u32>)> {
         let mut states = vec![start];
+        // Per canonical state: the bytes that first reach it (breadth first: the fewest).
+        let mut depth = vec![0u32];
         let mut index: FxHashMap<u32, u32> = FxHashMap::default();
         index.insert(start, 0);
         let mut table = Vec::new();
@@ -65,9 +81,13 @@ impl BodyTable {
                 let code = match step(s, b) {
                     code @ (Self::END | Self::DEAD) => code,
                     next if last.is_some_and(|(n, _)| n == next) => last.expect("checked").1,
+                    next if depth[i] + 1 >= Self::MAX_DEPTH && !index.contains_key(&next) => {
+                        Self::CUT
+                    }
                     next => {
                         let code = *index.entry(next).or_insert_with(|| {
                             states.push(next);
+                            depth.push(depth[i] + 1);
                             states.len() as u32 - 1
                         });
                         if code as usize == states.len() - 1 && too_big(next) {
@@ -103,6 +123,9 @@ pub struct BodyWalk {
     /// canonical state the lexeme was in before that byte. Their subtrees are not
     /// walked: what follows depends on the grammar.
     pub exits: Vec<(u32, u32)>,
+    /// A token went on past the table's depth ([`BodyTable::CUT`]): the walk stopped
+    /// there, and `tokens` and `exits` are incomplete.
+    pub truncated: bool,
 }
 
 impl BodyWalk {
@@ -125,6 +148,10 @@ impl BodyWalk {
                     i = trie.subtree_end(i);
                 }
                 BodyTable::DEAD => i = trie.subtree_end(i),
+                BodyTable::CUT => {
+                    walk.truncated = true;
+                    return walk;
+                }
                 next => {
                     states.truncate(d);
                     states.push(next);
@@ -316,15 +343,74 @@ mod tests {
 
     #[test]
     fn automata_past_the_limit_have_no_canonical_form() {
-        let chain = |len: u32| {
+        // A binary tree of `n` states: 'a' and 'b' go down, shallow enough to be kept
+        // whole.
+        let tree = |n: u32| {
             BodyTable::canonical(
                 0,
-                move |s, _| if s < len { s + 1 } else { BodyTable::DEAD },
+                move |s, b| match b {
+                    b'a' if 2 * s + 1 < n => 2 * s + 1,
+                    b'b' if 2 * s + 2 < n => 2 * s + 2,
+                    _ => BodyTable::DEAD,
+                },
                 |_| false,
             )
         };
-        assert!(chain(BodyTable::MAX_STATES as u32 - 1).is_some());
-        assert!(chain(BodyTable::MAX_STATES as u32).is_none());
+        assert!(tree(BodyTable::MAX_STATES as u32).is_some());
+        assert!(tree(BodyTable::MAX_STATES as u32 + 1).is_none());
+    }
+
+    /// A counted lexeme `[abc]{0,left}` then `q`, its states numbered from `first`.
+    fn counter(left: u32, first: u32) -> (BodyTable, Vec<u32>) {
+        BodyTable::canonical(
+            first,
+            move |s, b| match b {
+                b'a'..=b'c' if s < first + left => s + 1,
+                b'q' => BodyTable::END,
+                _ => BodyTable::DEAD,
+            },
+            |_| false,
+        )
+        .expect("a chain is kept up to the depth")
+    }
+
+    #[test]
+    fn deep_counts_share_one_table_and_walks_that_reach_the_cut_say_so() {
+        let depth = BodyTable::MAX_DEPTH;
+        let (deep, states) = counter(3 * depth, 1000);
+        assert_eq!(states.len() as u32, depth);
+        assert_eq!(states[1], 1001);
+        assert!(deep.0.contains(&BodyTable::CUT));
+        // Every count from the depth up has the same table; below it, each its own.
+        assert_eq!(counter(depth, 5).0, deep);
+        assert_eq!(counter(depth + 1, 7).0, deep);
+        assert_ne!(counter(depth - 2, 0).0, deep);
+        assert!(!counter(depth - 2, 0).0 .0.contains(&BodyTable::CUT));
+
+        // Tokens: short runs under 'b', and one run under 'a' past the depth.
+        let long: Vec<u8> = std::iter::repeat_n(b'a', depth as usize + 6).collect();
+        let mut entries: Vec<Option<(Vec<u8>, TokenKind)>> = vec![Some((long, TokenKind::Normal))];
+        for t in [&b"a"[..], b"ab", b"b", b"bc", b"bcq", b"bq", b"bqa", b"bd"] {
+            entries.push(Some((t.to_vec(), TokenKind::Normal)));
+        }
+        let vocab = Vocabulary::from_entries("counted", entries, 0);
+        let prepared = PreparedTrie::new(crate::vocab::build_trie(&vocab));
+        let interned = prepared.intern(deep.clone());
+        let t = prepared.trie().view();
+        let root_of = |byte: u8| {
+            let mut c = 1;
+            while t.nodes[c].byte != byte {
+                c = t.subtree_end(c);
+            }
+            c
+        };
+        assert!(prepared.walk(root_of(b'a'), &interned).truncated);
+        let b = prepared.walk(root_of(b'b'), &interned);
+        assert!(!b.truncated);
+        let naive = naive_walk(prepared.trie(), root_of(b'b'), &deep);
+        assert_eq!((&b.tokens, &b.exits), (&naive.tokens, &naive.exits));
+        // "b", "bc" inside; exits at the `q` of "bcq" and "bq".
+        assert_eq!(b.exits.len(), 2);
     }
 
     /// The walk of a subtree, byte by byte from each token's own path: the tokens whose
@@ -351,6 +437,7 @@ mod tests {
                         fate = Some(None);
                         break;
                     }
+                    BodyTable::CUT => panic!("naive walks are compared above the cut only"),
                     next => state = next,
                 }
             }

@@ -244,15 +244,26 @@ pub struct Lexing<'a> {
     /// every first byte of every boundary's walk, by every worker: a `OnceLock` read is
     /// one load where a shared map took a lock (1–2% of a small schema's compile).
     bodies: Vec<OnceLock<Option<Arc<Body>>>>,
+    /// Per lexer configuration: its body, once asked ([`Lexing::config_body`]).
+    config_bodies: Vec<OnceLock<Option<Arc<Body>>>>,
     /// Per terminal: its merged-DFA states.
     term_states: Vec<u32>,
 }
 
 /// A lexeme state's body: its interned [`BodyTable`] and, per canonical state, the
-/// merged-DFA state it stands for.
+/// merged-DFA state it stands for (or, for a configuration's body, the configuration).
 struct Body {
     table: Interned,
     states: Vec<u32>,
+}
+
+/// What a [`Body`]'s states are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BodyOf {
+    /// Merged-DFA states of one lexeme.
+    Lexeme,
+    /// Lexer configurations of a group's lexemes, all on the empty word.
+    Config,
 }
 
 impl<'a> Lexing<'a> {
@@ -311,6 +322,9 @@ impl<'a> Lexing<'a> {
             memo: Mutex::default(),
             trie,
             bodies: (0..tables.dfa_term.len())
+                .map(|_| OnceLock::new())
+                .collect(),
+            config_bodies: (0..tables.conf_flags.len())
                 .map(|_| OnceLock::new())
                 .collect(),
         }
@@ -398,8 +412,16 @@ impl<'a> Lexing<'a> {
         let mut classes = ClassInterner::default();
 
         let mut scratch = WalkScratch::default();
+        let group = match boundary {
+            Boundary::Group {
+                config,
+                ignore: false,
+            } => Some(config),
+            _ => None,
+        };
         self.walk_first_bytes(
             &root,
+            group,
             trie,
             &mut words,
             &mut classes,
@@ -485,10 +507,11 @@ impl<'a> Lexing<'a> {
         })
     }
 
-    /// Walks the whole trie from the boundary's threads `threads`, one first byte (a
-    /// child of the root) at a time. Where, after that byte, one grammar lexeme is in
-    /// progress, the part of its subtree inside that lexeme comes from the
-    /// vocabulary's shared walks ([`Lexing::walk_body`]). Where no lexeme has ended yet
+    /// Walks the whole trie from the boundary's threads `threads` (the elements of
+    /// configuration `group` for a group of grammar lexemes), one first byte (a child
+    /// of the root) at a time. Where, after that byte, one grammar lexeme is in
+    /// progress, or the group's lexemes all go on, the part of its subtree inside
+    /// them comes from the vocabulary's shared walks ([`Lexing::walk_body`]). Where no lexeme has ended yet
     /// (every thread still on the empty word), what its subtree yields depends only on
     /// the threads' lexeme states, not on the boundary: it is walked once per grammar
     /// and replayed ([`Lexing::subtree`]). Boundaries inside long lexemes (strings,
@@ -498,6 +521,7 @@ impl<'a> Lexing<'a> {
     fn walk_first_bytes(
         &self,
         threads: &[Thread],
+        group: Option<u32>,
         trie: TrieRef<'_>,
         words: &mut WordDag,
         classes: &mut ClassInterner,
@@ -518,13 +542,30 @@ impl<'a> Lexing<'a> {
                 if words.len() > max_states {
                     return Err(TerminalDwaLimitError { limit: max_states }.into());
                 }
-                let body = match next.as_slice() {
-                    [th] if matches!(th.kind, Kind::Group | Kind::Fresh) => self.body(th.state),
+                let byte = trie.nodes[c].byte;
+                let body = match (next.as_slice(), group) {
+                    ([th], _) if matches!(th.kind, Kind::Group | Kind::Fresh) => {
+                        self.body(th.state).map(|b| (b, BodyOf::Lexeme))
+                    }
+                    // Every lexeme of the group went on (none ended): they are the
+                    // elements of the configuration after the byte.
+                    (_, Some(config))
+                        if next.iter().all(|th| th.kind == Kind::Group && th.word == 0) =>
+                    {
+                        let after = self.tables.conf_step(config, byte);
+                        self.config_body(after).map(|b| (b, BodyOf::Config))
+                    }
                     _ => None,
                 };
-                if let Some(body) = body {
-                    let th = next[0];
-                    self.walk_body(c, th, &body, words, classes, max_states, poll, scratch)?;
+                let by_body = match body {
+                    Some((body, of)) => {
+                        let th = next[0];
+                        self.walk_body(c, th, &body, of, words, classes, max_states, poll, scratch)?
+                    }
+                    None => false,
+                };
+                if by_body {
+                    // Done: inside the lexeme from the shared walk, on from its exits.
                 } else if next.iter().all(|th| th.word == 0) {
                     let sub = self.subtree(c, &next, trie, max_states, poll, scratch)?;
                     sub.replay(words, classes);
@@ -545,6 +586,39 @@ impl<'a> Lexing<'a> {
     fn body(&self, state: u32) -> Option<Arc<Body>> {
         self.bodies[state as usize]
             .get_or_init(|| self.make_body(state))
+            .clone()
+    }
+
+    /// The body of lexer configuration `config` stepped as a whole: it ends where any
+    /// of its lexemes may end, and goes on to the configuration after the byte
+    /// otherwise. A chunked string's boundaries hold two lexemes (the middle chunk and
+    /// the tail), and walking their trie with two threads cost 20–30 ms at each
+    /// character boundary.
+    fn config_body(&self, config: u32) -> Option<Arc<Body>> {
+        self.config_bodies[config as usize]
+            .get_or_init(|| {
+                let t = &self.tables;
+                let step = |c: u32, b: u8| {
+                    if t.conf_elems(c)
+                        .iter()
+                        .any(|&g| t.may_end(t.dfa_term[g as usize], g, Some(b)))
+                    {
+                        BodyTable::END
+                    } else {
+                        match t.conf_step(c, b) {
+                            0 => BodyTable::DEAD,
+                            next => next,
+                        }
+                    }
+                };
+                let too_big = |c: u32| matches!(self.config_bodies[c as usize].get(), Some(None));
+                BodyTable::canonical(config, step, too_big).map(|(table, states)| {
+                    Arc::new(Body {
+                        table: self.trie.intern(table),
+                        states,
+                    })
+                })
+            })
             .clone()
     }
 
@@ -591,19 +665,26 @@ impl<'a> Lexing<'a> {
     /// Walks the subtree of trie node `root` for one thread `th` (after the node's
     /// byte) of a grammar lexeme with body `body`: the part inside the lexeme from the
     /// vocabulary's shared walks, then on from every exit as [`Lexing::walk`] does.
+    /// `false`, with nothing added, where a token goes on in the lexeme past the depth
+    /// the body keeps: that subtree is the caller's to walk. With a configuration's
+    /// body (`of`), `th` stands for every lexeme of the group (on the empty word).
     #[allow(clippy::too_many_arguments)]
     fn walk_body(
         &self,
         root: usize,
         th: Thread,
         body: &Body,
+        of: BodyOf,
         words: &mut WordDag,
         classes: &mut ClassInterner,
         max_states: usize,
         poll: &mut Poll<'_>,
         scratch: &mut WalkScratch,
-    ) -> Result<(), TerminalDwaError> {
+    ) -> Result<bool, TerminalDwaError> {
         let walk = self.trie.walk(root, &body.table);
+        if walk.truncated {
+            return Ok(false);
+        }
         let check = match th.kind {
             Kind::Fresh => FinalCheck::Expect(self.tables.dfa_term[th.state as usize]),
             _ => FinalCheck::Always,
@@ -617,12 +698,15 @@ impl<'a> Lexing<'a> {
             poll.tick()?;
             next.clear();
             let state = body.states[before as usize];
-            self.step(
-                Thread { state, ..th },
-                trie.nodes[node as usize].byte,
-                words,
-                &mut next,
-            );
+            let byte = trie.nodes[node as usize].byte;
+            match of {
+                BodyOf::Lexeme => self.step(Thread { state, ..th }, byte, words, &mut next),
+                BodyOf::Config => {
+                    for &g in self.tables.conf_elems(state) {
+                        self.step(Thread { state: g, ..th }, byte, words, &mut next);
+                    }
+                }
+            }
             if next.is_empty() {
                 continue;
             }
@@ -641,7 +725,7 @@ impl<'a> Lexing<'a> {
                 scratch,
             )?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The subtree of trie node `from` walked from `threads` (all on the empty word),

@@ -93,6 +93,90 @@ fn masks(m: &mut Matcher, r: &mut ReferenceMatcher) -> (Vec<u32>, Vec<u32>) {
     (a, b)
 }
 
+/// Random walks through the mask of `e` (token sequences sampled from the mask, with
+/// rollbacks and forced bytes over `alphabet`), the compiled mask compared with the
+/// reference mask at every step; the number of masks compared.
+#[allow(clippy::too_many_arguments)]
+fn compare_walks(
+    label: &str,
+    g: &Grammar,
+    vocab: &Vocabulary,
+    e: &Arc<Engine>,
+    reference: &Arc<ReferenceEngine>,
+    rng: &mut Rng,
+    alphabet: &[u8],
+    walks: usize,
+    steps: usize,
+) -> usize {
+    let mut checked = 0;
+    let eos = vocab.eos;
+    for walk in 0..walks {
+        let mut m = Matcher::new(e.clone());
+        let mut r = ReferenceMatcher::new(reference.clone());
+        let mut history: Vec<String> = Vec::new();
+        let mut commits = 0usize;
+        for step in 0..steps {
+            let (a, b) = masks(&mut m, &mut r);
+            checked += 1;
+            if a != b {
+                let (ia, ib) = (mask_ids(&a), mask_ids(&b));
+                let only_compiled: Vec<_> = ia.iter().filter(|x| !ib.contains(x)).collect();
+                let only_reference: Vec<_> = ib.iter().filter(|x| !ia.contains(x)).collect();
+                let bytes = |ids: &[&u32]| -> Vec<String> {
+                    ids.iter()
+                        .map(|&&t| String::from_utf8_lossy(vocab.token_bytes(t)).into_owned())
+                        .collect()
+                };
+                panic!(
+                    "{label} walk {walk} step {step}: masks differ\n  only compiled: {only_compiled:?} {:?}\n  only reference: {only_reference:?} {:?}\n  history: {history:?}\n  grammar: {g:#?}",
+                    bytes(&only_compiled),
+                    bytes(&only_reference)
+                );
+            }
+            let allowed = mask_ids(&a);
+            if allowed.is_empty() || m.is_finished() {
+                break;
+            }
+            match rng.below(10) {
+                0 if commits >= 1 => {
+                    let n = 1 + rng.below(commits.min(2));
+                    commits -= n;
+                    m.rollback(n).unwrap();
+                    r.rollback(n).unwrap();
+                    history.push(format!("rollback {n}"));
+                }
+                1 => {
+                    // Forced bytes: accepted or refused alike by both.
+                    let s: Vec<u8> = (0..1 + rng.below(3))
+                        .map(|_| alphabet[rng.below(alphabet.len())])
+                        .collect();
+                    let (x, y) = (m.commit_bytes(&s).is_ok(), r.commit_bytes(&s).is_ok());
+                    assert_eq!(x, y, "{label}: commit_bytes {s:?} after {history:?}");
+                    if x {
+                        commits += 1;
+                        history.push(format!("bytes {:?}", String::from_utf8_lossy(&s)));
+                    }
+                }
+                _ => {
+                    let t = allowed[rng.below(allowed.len())];
+                    if t == eos && allowed.len() > 1 && rng.chance(70) {
+                        continue;
+                    }
+                    m.commit(t).unwrap();
+                    r.commit(t).unwrap();
+                    commits += 1;
+                    history.push(if t == eos {
+                        "EOS".to_string()
+                    } else {
+                        format!("{:?}", String::from_utf8_lossy(vocab.token_bytes(t)))
+                    });
+                }
+            }
+        }
+    }
+    checked
+}
+
 fn run(cases: usize, steps: usize) {
     let (mut compared, mut refused, mut checked, mut dead_ends) = (0, 0, 0usize, 0);
     for case in 0..cases {
@@ -105,71 +189,17 @@ fn run(cases: usize, steps: usize) {
         };
         compared += 1;
         dead_ends += has_dead_ends as usize;
-        let eos = vocab.eos;
-        for walk in 0..3 {
-            let mut m = Matcher::new(e.clone());
-            let mut r = ReferenceMatcher::new(reference.clone());
-            let mut history: Vec<String> = Vec::new();
-            let mut commits = 0usize;
-            for step in 0..steps {
-                let (a, b) = masks(&mut m, &mut r);
-                checked += 1;
-                if a != b {
-                    let (ia, ib) = (mask_ids(&a), mask_ids(&b));
-                    let only_compiled: Vec<_> = ia.iter().filter(|x| !ib.contains(x)).collect();
-                    let only_reference: Vec<_> = ib.iter().filter(|x| !ia.contains(x)).collect();
-                    let bytes = |ids: &[&u32]| -> Vec<String> {
-                        ids.iter()
-                            .map(|&&t| String::from_utf8_lossy(vocab.token_bytes(t)).into_owned())
-                            .collect()
-                    };
-                    panic!(
-                        "case {case} walk {walk} step {step}: masks differ\n  only compiled: {only_compiled:?} {:?}\n  only reference: {only_reference:?} {:?}\n  history: {history:?}\n  grammar: {g:#?}",
-                        bytes(&only_compiled),
-                        bytes(&only_reference)
-                    );
-                }
-                let allowed = mask_ids(&a);
-                if allowed.is_empty() || m.is_finished() {
-                    break;
-                }
-                match rng.below(10) {
-                    0 if commits >= 1 => {
-                        let n = 1 + rng.below(commits.min(2));
-                        commits -= n;
-                        m.rollback(n).unwrap();
-                        r.rollback(n).unwrap();
-                        history.push(format!("rollback {n}"));
-                    }
-                    1 => {
-                        // Forced bytes: accepted or refused alike by both.
-                        let s: Vec<u8> = (0..1 + rng.below(3))
-                            .map(|_| b"abc "[rng.below(4)])
-                            .collect();
-                        let (x, y) = (m.commit_bytes(&s).is_ok(), r.commit_bytes(&s).is_ok());
-                        assert_eq!(x, y, "case {case}: commit_bytes {s:?} after {history:?}");
-                        if x {
-                            commits += 1;
-                            history.push(format!("bytes {:?}", String::from_utf8_lossy(&s)));
-                        }
-                    }
-                    _ => {
-                        let t = allowed[rng.below(allowed.len())];
-                        if t == eos && allowed.len() > 1 && rng.chance(70) {
-                            continue;
-                        }
-                        m.commit(t).unwrap();
-                        r.commit(t).unwrap();
-                        commits += 1;
-                        history.push(if t == eos {
-                            "EOS".to_string()
-                        } else {
-                            format!("{:?}", String::from_utf8_lossy(vocab.token_bytes(t)))
-                        });
-                    }
-                }
-            }
-        }
+        checked += compare_walks(
+            &format!("case {case}"),
+            &g,
+            &vocab,
+            &e,
+            &reference,
+            &mut rng,
+            b"abc ",
+            3,
+            steps,
+        );
     }
     eprintln!(
         "{compared} grammars compared ({checked} masks; {dead_ends} grammars with greedy dead ends), {refused} refused (ε-reductions without a bound)"
@@ -243,4 +273,54 @@ fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
     assert!(tables > 3 && walks > 10, "{tables} tables, {walks} walks");
     let late_growth = walks - walks_before[60];
     assert!(late_growth < walks_before[60], "{walks_before:?}");
+}
+
+/// Lexemes counted past the depth a lexeme body keeps (`BodyTable::MAX_DEPTH`: 64
+/// bytes), with tokens longer than that: the counts above the depth share one cut
+/// body, and a token that reaches the cut sends its subtree to the plain walk. Also two
+/// lexemes in progress together, a fixed-length chunk and a quoted tail (a chunked
+/// string's shape), walked as one configuration body. Masks against the reference at
+/// every step of random walks.
+#[test]
+fn counted_lexemes_and_chunk_pairs_match_the_reference() {
+    let source = r#"
+start: item ("," item)*
+item: NAME | "\"" CHUNK* TAIL
+NAME: /'[ab]{1,150}'/
+CHUNK: /[ab]{8}/
+TAIL: /[ab]{0,7}"/
+"#;
+    let g = stackmask_compiler::frontend::parse_grammar(source, "counted.lark")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = Rng(0xc0_47ed);
+    for case in 0..4 {
+        let mut tokens: Vec<Vec<u8>> = strings(b"ab',\"", 2);
+        for _ in 0..40 {
+            let len = 1 + rng.below(12);
+            tokens.push((0..len).map(|_| b"aab',\""[rng.below(6)]).collect());
+        }
+        // Past the body depth: runs of 65–160 name characters, some closed.
+        for len in [65, 70, 100, 150, 160] {
+            let run: Vec<u8> = (0..len).map(|_| b"ab"[rng.below(2)]).collect();
+            tokens.push(run.clone());
+            tokens.push([b"'".as_slice(), &run].concat());
+            tokens.push([run.as_slice(), b"'"].concat());
+        }
+        tokens.sort();
+        tokens.dedup();
+        let vocab = common::vocab_with_extras("counted", tokens);
+        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
+        let checked = compare_walks(
+            &format!("counted case {case}"),
+            &g,
+            &vocab,
+            &e,
+            &reference,
+            &mut rng,
+            b"ab'\",",
+            6,
+            60,
+        );
+        assert!(checked > 100, "only {checked} masks compared");
+    }
 }
