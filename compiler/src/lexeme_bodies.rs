@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 /// that many is [`BodyTable::CUT`]. Tokens are short, so this rarely loses anything, and
 /// it makes a counted lexeme's bodies one: `[0-9a-z_-]{1,255}` has a state per count
 /// left, each the start of its own automaton, yet from every count above the depth the
-/// first 64 bytes look the same (a property-name pattern's 190 plain trie walks became
+/// first 48 bytes look the same (a property-name pattern's 207 plain trie walks became
 /// one shared walk). A walk that reaches a cut says so ([`BodyWalk::truncated`]) and
 /// the caller walks that subtree itself.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,7 +43,9 @@ impl BodyTable {
     pub const DEAD: u32 = u32::MAX - 1;
     /// The lexeme goes on with the byte, past the depth the table keeps.
     pub const CUT: u32 = u32::MAX - 2;
-    /// Bytes of the lexeme a table keeps (see [`BodyTable`]).
+    /// Bytes of the lexeme a table keeps (see [`BodyTable`]): below
+    /// [`BodyTable::MAX_STATES`], so that a counted lexeme's chain of states leaves room
+    /// for its others (a closing quote's). Few tokens run longer inside one lexeme.
     pub const MAX_DEPTH: u32 = 48;
     /// Largest automaton put in canonical form: bodies are the wide, simple lexemes;
     /// a many-state automaton (a `date-time`) is cheaper to walk than to compare.

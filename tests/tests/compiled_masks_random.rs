@@ -275,8 +275,8 @@ fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
     assert!(late_growth < walks_before[60], "{walks_before:?}");
 }
 
-/// Lexemes counted past the depth a lexeme body keeps (`BodyTable::MAX_DEPTH`: 64
-/// bytes), with tokens longer than that: the counts above the depth share one cut
+/// Lexemes counted past the depth a lexeme body keeps (`BodyTable::MAX_DEPTH`: 48
+/// bytes), with tokens as long and longer: the counts above the depth share one cut
 /// body, and a token that reaches the cut sends its subtree to the plain walk. Also two
 /// lexemes in progress together, a fixed-length chunk and a quoted tail (a chunked
 /// string's shape), walked as one configuration body. Masks against the reference at
@@ -299,8 +299,8 @@ TAIL: /[ab]{0,7}"/
             let len = 1 + rng.below(12);
             tokens.push((0..len).map(|_| b"aab',\""[rng.below(6)]).collect());
         }
-        // Past the body depth: runs of 65–160 name characters, some closed.
-        for len in [65, 70, 100, 150, 160] {
+        // Around and past the body depth: runs of 47–160 name characters, some closed.
+        for len in [47, 48, 49, 65, 100, 150, 160] {
             let run: Vec<u8> = (0..len).map(|_| b"ab"[rng.below(2)]).collect();
             tokens.push(run.clone());
             tokens.push([b"'".as_slice(), &run].concat());
