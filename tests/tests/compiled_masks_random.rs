@@ -112,6 +112,13 @@ fn compare_walks(
     let eos = vocab.eos;
     for walk in 0..walks {
         let mut m = Matcher::new(e.clone());
+        // Every walk strategy against the reference: the subset walk always, the pair
+        // walk always, and the default switch from one to the other.
+        match walk % 3 {
+            1 => m.set_subset_walk_after(0),
+            2 => m.set_subset_walk_after(u32::MAX),
+            _ => {}
+        }
         let mut r = ReferenceMatcher::new(reference.clone());
         let mut history: Vec<String> = Vec::new();
         let mut commits = 0usize;

@@ -780,6 +780,60 @@ fn other_grammars_agree_with_the_reference_on_their_samples() {
     );
 }
 
+/// An ambiguous stack (C after a run of `-` signs: each `--` is also two `-`, and each
+/// reading stacks its own operators) walked by the subset walk, by the pair walk and by
+/// the default switch between them: at every byte the three masks equal the reference
+/// mask, also through clones, rollbacks and a reset that keep each matcher's setting.
+#[test]
+fn ambiguous_stacks_give_the_same_masks_by_every_walk() {
+    let e = engine(&cached("c", "bytes").bytes);
+    let source = source_reference("c", "bytes");
+    let words = e.mask_words();
+    let text = b"int f(int x, int y) { return x-------------y + (x---y)--; }";
+    let settings = [None, Some(0), Some(u32::MAX)];
+    let mut matchers: Vec<Matcher> = settings
+        .iter()
+        .map(|s| {
+            let mut m = Matcher::new(e.clone());
+            if let Some(pairs) = s {
+                m.set_subset_walk_after(*pairs);
+            }
+            m
+        })
+        .collect();
+    let mut r = ReferenceMatcher::new(source.clone());
+    for (i, &b) in text.iter().enumerate() {
+        r.commit_bytes(&[b]).unwrap();
+        let want = ref_mask_of(&mut r, words);
+        for (m, s) in matchers.iter_mut().zip(&settings) {
+            m.commit_bytes(&[b]).unwrap();
+            let got = mask_of(m);
+            assert!(
+                got == want,
+                "walk {s:?} at byte {i} ({:?}): masks differ at {:?}",
+                String::from_utf8_lossy(&text[..=i]),
+                mask_diff(&got, &want)
+            );
+            if i % 7 == 3 {
+                // A clone, and a rollback of the byte and its commit again.
+                let mut c = m.clone();
+                assert!(mask_of(&mut c) == want, "walk {s:?} clone at byte {i}");
+                m.rollback(1).unwrap();
+                m.commit_bytes(&[b]).unwrap();
+                assert!(mask_of(m) == want, "walk {s:?} rollback at byte {i}");
+            }
+        }
+    }
+    for m in &mut matchers {
+        assert!(m.is_accepting());
+        m.reset();
+        let mut r = ReferenceMatcher::new(source.clone());
+        m.commit_bytes(b"int g(void) { return -----1; }").unwrap();
+        r.commit_bytes(b"int g(void) { return -----1; }").unwrap();
+        assert!(mask_of(m) == ref_mask_of(&mut r, words), "after a reset");
+    }
+}
+
 /// The slow sweep, run before a release (`-- --ignored`): compiled and reference masks
 /// at *every* byte of every sample of every shipped grammar (`bytes` vocabulary), and
 /// at every token step of every JSON and TOML sample with o200k_base; the reference

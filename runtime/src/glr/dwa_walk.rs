@@ -17,13 +17,37 @@
 //! Across masks: what a stretch of the walk collected is remembered per pair
 //! (`chain_memo`), so the next mask, after a commit that changed only the top of the
 //! stack, steps the new nodes and takes the rest from the memo in one slice.
+//!
+//! An ambiguous stack: a walk that has stepped [`SUBSET_WALK_AFTER`] pairs starts over as a
+//! subset walk (module `subset_walk`), which steps each node once with the set of
+//! states that reach it. Plain and nearly plain stacks — nearly every mask — never
+//! get there and keep the pair walk's few nanoseconds a level.
 
 use super::chain_memo::{ChainMemo, Cont};
 use super::gss::{Gss, NONE};
 use super::mask_cache::MaskCache;
 use super::pair_set::PairSet;
+use super::subset_walk::SubsetWalk;
 use super::GlrState;
 use stackmask_formats::{ParserDwa, ParserDwaRef};
+
+/// Pairs a walk steps before it starts over as a subset walk. A pair costs a few
+/// nanoseconds, a node of the subset walk some tens (a lookup and a set union). Most
+/// masks step fewer than 16 pairs (JSON's, and 80% of C's on real programs). Chosen
+/// on `stackmask bench` (JSON and C × o200k_base, 2026-11-26): C's get_mask p99.9
+/// 319 µs with no switch, 95 at 512, 45 at 128, 23–25 at 16–32; JSON's percentiles the
+/// same at 16 as with no switch, its median 5% slower when every walk is a subset walk.
+pub const SUBSET_WALK_AFTER: u32 = 16;
+
+/// [`SUBSET_WALK_AFTER`] or what [`crate::Matcher::set_subset_walk_after`] set.
+#[derive(Clone, Copy, Debug)]
+struct SubsetAfter(u32);
+
+impl Default for SubsetAfter {
+    fn default() -> Self {
+        SubsetAfter(SUBSET_WALK_AFTER)
+    }
+}
 
 /// Reusable buffers for the walk (a warm walk allocates nothing).
 #[derive(Debug, Default)]
@@ -43,6 +67,12 @@ pub(crate) struct DwaWalk {
     pub cache: MaskCache,
     /// What the walk below a pair yields, from earlier masks of this matcher.
     memo: ChainMemo,
+    /// The walk's start pairs.
+    starts: Vec<(u32, u32)>,
+    /// The walk for ambiguous stacks.
+    subset: SubsetWalk,
+    /// Pairs stepped before switching to it.
+    subset_after: SubsetAfter,
 }
 
 /// Adds weight `w` (0: none) to `weights` unless this walk collected it already.
@@ -60,8 +90,15 @@ impl DwaWalk {
     pub fn with_empty_buffers(&self) -> DwaWalk {
         DwaWalk {
             cache: self.cache.clone(),
+            subset_after: self.subset_after,
             ..DwaWalk::default()
         }
+    }
+
+    /// Sets how many pairs a walk steps before it starts over as a subset walk (0:
+    /// every walk is one; `u32::MAX`: none is). Masks are the same either way.
+    pub fn set_subset_walk_after(&mut self, pairs: u32) {
+        self.subset_after = SubsetAfter(pairs);
     }
 
     /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
@@ -91,11 +128,12 @@ impl DwaWalk {
             self.collected.fill(0);
             self.walk = 1;
         }
+        self.starts.clear();
         if state.at_start() {
             if dwa.initial() == ParserDwa::FALLBACK {
                 return false;
             }
-            self.push(0, dwa.initial());
+            self.starts.push((0, dwa.initial()));
         } else {
             for g in &state.groups[state.current_frame()] {
                 let start = dwa.start(g.config, g.ignore);
@@ -106,12 +144,27 @@ impl DwaWalk {
                     continue;
                 }
                 for &h in &state.heads[g.heads_start as usize..g.heads_end as usize] {
-                    self.push(h, start);
+                    self.starts.push((h, start));
                 }
             }
         }
+        for i in 0..self.starts.len() {
+            let (node, d) = self.starts[i];
+            self.push(node, d);
+        }
         let gss: &Gss = &state.gss;
+        let mut stepped = 0u32;
         while let Some((mut node, mut d)) = self.work.pop() {
+            if stepped >= self.subset_after.0 {
+                // What was collected so far is collected again: OR is idempotent.
+                let (collected, walk, weights) =
+                    (&mut self.collected, self.walk, &mut self.weights);
+                self.subset
+                    .walk(gss, dwa, self.starts.iter().copied(), |w| {
+                        collect(collected, walk, weights, w)
+                    });
+                break;
+            }
             // Down one path while it neither forks in the GSS nor in the automaton,
             // recorded as a chain (module `chain_memo`) unless it runs into one.
             let cont = loop {
@@ -123,6 +176,7 @@ impl DwaWalk {
                     break cont;
                 }
                 let n = gss.nodes[node as usize];
+                stepped += 1;
                 let (next, w) = dwa.step(d, n.state);
                 self.memo.step(node, d, w);
                 collect(&mut self.collected, self.walk, &mut self.weights, w);

@@ -23,11 +23,14 @@ mod chain_memo;
 mod dwa_walk;
 mod gss;
 mod history;
+mod id_sets;
 mod mask_cache;
 mod pair_set;
 mod step;
+mod subset_walk;
 
 pub(crate) use dwa_walk::DwaWalk;
+pub use dwa_walk::SUBSET_WALK_AFTER;
 pub use mask_cache::DEFAULT_MASK_CACHE_SLOTS;
 
 use gss::{Gss, Layered};
