@@ -1,6 +1,8 @@
 //! The micro-paths of a request (criterion means; the percentiles are in
 //! `stackmask bench`): get_mask on a single-stack parse (JSON inside an object) and on
-//! a forked GSS (C, where `return -` forks the stack: C has no reserved words), and
+//! a forked GSS (C, where `return -` forks the stack: C has no reserved words), on an
+//! ambiguous one (C inside an identifier after a run of `-` signs, each `--` also two
+//! `-`) by the pair walk and by the subset walk, and
 //! `Matcher::clone` after one document and after the same document committed ten
 //! times over — a clone copies the rollback window and the open stack, not the history,
 //! so the two cost the same.
@@ -31,6 +33,20 @@ fn masks_and_clones(c: &mut Criterion) {
             f.commit_bytes(b"int f(int a)\n{\n    return -")
                 .expect("a C prefix");
             group.bench_function("get_mask forked GSS", |b| b.iter(|| f.fill_mask(&mut mask)));
+
+            // An ambiguous stack: hundreds of nodes, each read in many automaton states.
+            let text = format!(
+                "int f(int x)\n{{\n    return x{}\n logWithout_ACC",
+                "-".repeat(60)
+            );
+            for (walk, pairs) in [("pair walk", u32::MAX), ("subset walk", 0)] {
+                let mut a = Matcher::new(w.engine.clone());
+                a.set_subset_walk_after(pairs);
+                a.commit_bytes(text.as_bytes()).expect("a C prefix");
+                group.bench_function(format!("get_mask ambiguous GSS, {walk}"), |b| {
+                    b.iter(|| a.fill_mask(&mut mask))
+                });
+            }
         }
 
         // clone after one document and after ten (a JSON array of ten documents; C:

@@ -1,5 +1,6 @@
 //! Sequences of matcher operations on shipped grammars (`expr.lark`, `json.lark`,
-//! compiled once for the `bytes` tokenizer), decoded from the input: commit, commit
+//! compiled once for the `bytes` tokenizer), with the mask walk chosen by the first
+//! byte (default, subset walk always, pair walk always), decoded from the input: commit, commit
 //! bytes, rollback, fill_mask, clone, reset, set_max_rollback, is_accepting,
 //! accepts_bytes. Besides "never a panic", every step checks what DESIGN.md §1 promises:
 //!
@@ -94,10 +95,18 @@ fn check_mask(m: &Matcher, s: &Snapshot) {
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
-    let index = input.byte() as usize % stackmask_fuzz::GRAMMARS.len();
+    let first = input.byte() as usize;
+    let index = first % stackmask_fuzz::GRAMMARS.len();
     let engine = stackmask_fuzz::engine(index);
     let (vocab_len, eos) = (engine.meta().vocab_len, engine.meta().eos);
     let mut m = Matcher::new(engine);
+    // The mask walk: the default switch, the subset walk always, or the pair walk
+    // always (the setting survives clones and resets, as each snapshot checks).
+    match first / stackmask_fuzz::GRAMMARS.len() % 3 {
+        1 => m.set_subset_walk_after(0),
+        2 => m.set_subset_walk_after(u32::MAX),
+        _ => {}
+    }
     // The snapshot before each commit that a rollback can still reach.
     let mut history: Vec<Snapshot> = Vec::new();
     let mut ops = 0;
