@@ -377,6 +377,36 @@ impl<'a> ParserDwaRef<'a> {
         (self.weight_index[w as usize + 1] - self.weight_index[w as usize]) as usize
     }
 
+    /// Mask words that weight `w`'s chunks cover: what OR-ing or writing it reads.
+    #[inline]
+    pub fn weight_words(&self, w: u32) -> usize {
+        self.chunks_of(w)
+            .iter()
+            .map(|&c| self.chunk_table[3 * c as usize + 1] as usize)
+            .sum()
+    }
+
+    /// Sets `mask` (the validated mask width) to exactly weight `w`: its chunks copied,
+    /// the words between them zeroed. One pass of writes, where zeroing the mask and
+    /// then OR-ing `w` in is two, plus a read of the mask: for a dense token set (the
+    /// inside of a JSON string) that is most of a mask's time.
+    pub fn write_weight(&self, w: u32, mask: &mut [u32]) {
+        let mut next_free = 0;
+        // Chunks are in mask order and do not overlap (checked by `validate`).
+        for &c in self.chunks_of(w) {
+            let t = 3 * c as usize;
+            let (start, len, offset) = (
+                self.chunk_table[t] as usize,
+                self.chunk_table[t + 1] as usize,
+                self.chunk_table[t + 2] as usize,
+            );
+            mask[next_free..start].fill(0);
+            mask[start..start + len].copy_from_slice(&self.chunk_words[offset..offset + len]);
+            next_free = start + len;
+        }
+        mask[next_free..].fill(0);
+    }
+
     /// ORs weight `w` into `mask` (which has at least the validated mask width).
     ///
     /// The OR of token sets is most of a mask's time, so on x86-64 CPUs with AVX2
@@ -629,6 +659,37 @@ mod tests {
         let mut mask = vec![0u32; 70];
         v.or_weight(2, &mut mask);
         assert_eq!((mask[1], mask[64], mask[66]), (0, 5, 7));
+    }
+
+    /// Writing a weight leaves exactly its words, whatever the mask held: the gaps
+    /// before, between and after its chunks are zeroed, and `weight_words` counts the
+    /// chunks' words.
+    #[test]
+    fn writing_a_weight_equals_zeroing_then_or_ing_it() {
+        // Weight 1: words 1 and 64..66 (two chunks, a gap between); weight 2: words
+        // 64..66 only (a gap before); weight 3: word 1 only (a gap after).
+        let t = ParserDwa {
+            weights: vec![2],
+            default_weight: vec![0, 1, 0],
+            weight_index: vec![0, 0, 2, 3, 4],
+            weight_chunks: vec![0, 1, 1, 0],
+            chunk_table: vec![0, 8, 0, 64, 6, 8],
+            chunk_words: vec![0, 2, 0, 0, 0, 0, 0, 0, 5, 0, 7, 0, 0, 0],
+            ..small()
+        };
+        let v = t.view();
+        v.validate(1, 4, &[u32::MAX; 70]).unwrap();
+        for w in [1, 2, 3] {
+            let mut want = vec![0u32; 70];
+            v.or_weight(w, &mut want);
+            let mut got = vec![0xdead_beefu32; 70];
+            v.write_weight(w, &mut got);
+            assert_eq!(got, want, "weight {w}");
+        }
+        assert_eq!(
+            (v.weight_words(1), v.weight_words(2), v.weight_words(3)),
+            (14, 6, 8)
+        );
     }
 
     #[test]

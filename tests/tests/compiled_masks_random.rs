@@ -48,6 +48,21 @@ fn random_vocab(rng: &mut Rng) -> Vocabulary {
         let len = 3 + rng.below(3);
         tokens.push((0..len).map(|_| b"abc "[rng.below(4)]).collect());
     }
+    if rng.chance(50) {
+        // Spread the tokens over a wide mask: a run of filler tokens (a byte no
+        // grammar reads, so never in a mask) before each one, so token sets span
+        // several chunk windows with gaps between their chunks — as in real
+        // vocabularies, where a one-word mask never exercises the chunk layout.
+        let mut spread = Vec::new();
+        for t in tokens {
+            for _ in 0..rng.below(150) {
+                let n = spread.len() as u16;
+                spread.push(vec![0xff, (n >> 8) as u8, n as u8]);
+            }
+            spread.push(t);
+        }
+        tokens = spread;
+    }
     common::vocab_with_extras("random", tokens)
 }
 
@@ -87,7 +102,9 @@ fn engines(g: &Grammar, vocab: &Vocabulary) -> Option<(Arc<Engine>, Arc<Referenc
 
 fn masks(m: &mut Matcher, r: &mut ReferenceMatcher) -> (Vec<u32>, Vec<u32>) {
     let words = m.engine().mask_words();
-    let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
+    // The compiled mask starts as garbage: fill_mask must write every word (serving
+    // stacks reuse one buffer).
+    let (mut a, mut b) = (vec![0xa5a5_a5a5u32; words], vec![0u32; words]);
     m.fill_mask(&mut a);
     r.fill_mask(&mut b);
     (a, b)

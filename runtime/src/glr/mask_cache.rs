@@ -141,10 +141,18 @@ impl MaskCache {
     }
 }
 
-/// `mask` = the union of `weights`.
+/// `mask` = the union of `weights` (distinct ids): the weight covering the most words
+/// is written (copied, gaps zeroed), the others OR-ed over it, so a mask made mostly
+/// of one dense token set costs about one copy of the mask.
 fn or_all(dwa: &ParserDwaRef<'_>, weights: &[u32], mask: &mut [u32]) {
-    mask.fill(0);
+    let Some(base) = weights.iter().copied().max_by_key(|&w| dwa.weight_words(w)) else {
+        mask.fill(0);
+        return;
+    };
+    dwa.write_weight(base, mask);
     for &w in weights {
-        dwa.or_weight(w, mask);
+        if w != base {
+            dwa.or_weight(w, mask);
+        }
     }
 }
