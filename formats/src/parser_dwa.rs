@@ -394,15 +394,10 @@ impl<'a> ParserDwaRef<'a> {
         let mut next_free = 0;
         // Chunks are in mask order and do not overlap (checked by `validate`).
         for &c in self.chunks_of(w) {
-            let t = 3 * c as usize;
-            let (start, len, offset) = (
-                self.chunk_table[t] as usize,
-                self.chunk_table[t + 1] as usize,
-                self.chunk_table[t + 2] as usize,
-            );
+            let (start, words) = self.chunk(c);
             mask[next_free..start].fill(0);
-            mask[start..start + len].copy_from_slice(&self.chunk_words[offset..offset + len]);
-            next_free = start + len;
+            mask[start..start + words.len()].copy_from_slice(words);
+            next_free = start + words.len();
         }
         mask[next_free..].fill(0);
     }
@@ -439,17 +434,21 @@ impl<'a> ParserDwaRef<'a> {
     #[inline(always)]
     fn or_weight_portable(&self, w: u32, mask: &mut [u32]) {
         for &c in self.chunks_of(w) {
-            let t = 3 * c as usize;
-            let (start, len, offset) = (
-                self.chunk_table[t] as usize,
-                self.chunk_table[t + 1] as usize,
-                self.chunk_table[t + 2] as usize,
-            );
-            or_blocks(
-                &mut mask[start..start + len],
-                &self.chunk_words[offset..offset + len],
-            );
+            let (start, words) = self.chunk(c);
+            or_blocks(&mut mask[start..start + words.len()], words);
         }
+    }
+
+    /// Chunk `c`: the mask word it starts at, and its words.
+    #[inline(always)]
+    fn chunk(&self, c: u32) -> (usize, &'a [u32]) {
+        let t = 3 * c as usize;
+        let (start, len, offset) = (
+            self.chunk_table[t] as usize,
+            self.chunk_table[t + 1] as usize,
+            self.chunk_table[t + 2] as usize,
+        );
+        (start, &self.chunk_words[offset..offset + len])
     }
 }
 
