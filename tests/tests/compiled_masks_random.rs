@@ -48,18 +48,28 @@ fn random_vocab(rng: &mut Rng) -> Vocabulary {
         let len = 3 + rng.below(3);
         tokens.push((0..len).map(|_| b"abc "[rng.below(4)]).collect());
     }
-    if rng.chance(50) {
-        // Spread the tokens over a wide mask: a run of filler tokens (a byte no
-        // grammar reads, so never in a mask) before each one, so token sets span
-        // several chunk windows with gaps between their chunks — as in real
-        // vocabularies, where a one-word mask never exercises the chunk layout.
+    // Two in three vocabularies are spread over a wide mask, as real ones are (a
+    // one-word mask never exercises the chunk layout): before each token a run of
+    // filler tokens (a byte no grammar reads, so never in a mask), so token sets span
+    // several chunk windows with gaps between their chunks. Sparse: long filler runs,
+    // each token once (short chunks, OR-ed). Dense: short filler runs, each token
+    // repeated (other ids, the same bytes) up to 64 times, so token sets are long runs
+    // of words (long chunks, which a mask is written from rather than OR-ed).
+    let (fillers, copies) = match rng.below(3) {
+        0 => (0, 1),
+        1 => (150, 1),
+        _ => (8, 64),
+    };
+    if fillers > 0 {
         let mut spread = Vec::new();
         for t in tokens {
-            for _ in 0..rng.below(150) {
+            for _ in 0..rng.below(fillers) {
                 let n = spread.len() as u16;
                 spread.push(vec![0xff, (n >> 8) as u8, n as u8]);
             }
-            spread.push(t);
+            for _ in 0..1 + rng.below(copies) {
+                spread.push(t.clone());
+            }
         }
         tokens = spread;
     }
