@@ -1,8 +1,9 @@
 //! Sequences of matcher operations on shipped grammars (`expr.lark`, `json.lark`,
 //! compiled once for the `bytes` tokenizer), with the mask walk chosen by the first
-//! byte (default, subset walk always, pair walk always), decoded from the input: commit, commit
-//! bytes, rollback, fill_mask, clone, reset, set_max_rollback, is_accepting,
-//! accepts_bytes. Besides "never a panic", every step checks what DESIGN.md §1 promises:
+//! byte (default, subset walk always, pair walk always), decoded from the input:
+//! commit, commit bytes, rollback, fill_mask, clone, reset, set_max_rollback,
+//! is_accepting, accepts_bytes. Besides "never a panic", every step checks what
+//! DESIGN.md §1 promises:
 //!
 //! - a mask is exact: every token in it commits (on a copy), every token outside it is
 //!   refused, and EOS is in it exactly when the matcher is accepting;
