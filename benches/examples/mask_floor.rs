@@ -1,6 +1,7 @@
 //! How far `fill_mask` is from the cost of writing the mask: repeated masks at fixed
 //! points of a document (with and without the matcher's mask cache), each weight of
-//! the Parser DWA OR-ed alone, and a plain 25 KB memset and memcpy beside them.
+//! the Parser DWA OR-ed alone (and zeroed + OR-ed against written, the choice a mask
+//! outside the cache makes), and a plain 25 KB memset and memcpy beside them.
 //!
 //! `cargo run --release -p stackmask-benches --example mask_floor -- ARTIFACT DOCUMENT [--weights] [--at BYTES]`
 
@@ -56,8 +57,15 @@ fn main() {
                 .map(|&c| dwa.chunk_table[3 * c as usize + 1])
                 .sum();
             let us = per_call_us(|| dwa.or_weight(w, black_box(&mut mask)));
+            // The two ways a mask not kept in the cache starts from its largest weight
+            // (`mask_cache::or_all`): zeroed then OR-ed, or written.
+            let zero_or = per_call_us(|| {
+                black_box(&mut mask).fill(0);
+                dwa.or_weight(w, black_box(&mut mask));
+            });
+            let write = per_call_us(|| dwa.write_weight(w, black_box(&mut mask)));
             println!(
-                "weight {w}: {} chunks, {words} words: OR {us:.3} µs",
+                "weight {w}: {} chunks, {words} words: OR {us:.3} µs, zero + OR {zero_or:.3} µs, write {write:.3} µs",
                 dwa.chunk_count(w)
             );
         }

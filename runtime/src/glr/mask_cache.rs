@@ -143,7 +143,8 @@ impl MaskCache {
 
 /// Average chunk length, in words, above which writing a token set (a copy and a
 /// gap fill per chunk) beats zeroing the mask and OR-ing it: measured per token set of
-/// C and JSON × o200k (`write_weight` against `fill(0)` + `or_weight`, hot caches),
+/// C and JSON × o200k (`write_weight` against `fill(0)` + `or_weight`, hot caches:
+/// `benches/examples/mask_floor.rs --weights`),
 /// writing is 1.1–1.3× slower at 8–16 words a chunk, 0.95× at 17–32, 0.64–0.73× past
 /// 64 — each chunk's copy and fill are library calls, where the OR is an inline loop.
 const WRITE_MIN_CHUNK_WORDS: usize = 16;
