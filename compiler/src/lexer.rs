@@ -1,6 +1,7 @@
 //! Lexer stage: one anchored byte-level DFA per terminal.
 //!
-//! Each terminal's regex is determinized by regex-automata and copied into a
+//! Each terminal's regex is determinized through regex-automata's lazy DFA, a
+//! breadth-first walk that polls the compile budget (see [`build_terminal`]), into a
 //! [`ByteDfa`] table with two fixes the runtime relies on (DESIGN.md §7):
 //! regex-automata reports a match one byte late, so "accepting" here is computed
 //! through the end-of-input transition; and a non-dead state may be unable to reach a
@@ -9,10 +10,9 @@
 //! lexeme", which is the test greedy lexing needs.
 
 use crate::budget::{BudgetError, Deadline, Stage};
-use regex_automata::dfa::dense::{BuildError, Config, DFA};
-use regex_automata::dfa::{Automaton, StartKind};
+use regex_automata::hybrid::dfa::{Cache, Config, DFA};
+use regex_automata::hybrid::{BuildError, CacheError, LazyStateID, StartError};
 use regex_automata::nfa::thompson;
-use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::{util::syntax, Anchored, MatchKind};
 use stackmask_formats::dfa::ReverseEdges;
@@ -23,11 +23,10 @@ use std::collections::HashMap;
 /// default is no limit: `/(?:(?:a{1000}){1000}){1000}/` would expand to 10⁹ states
 /// and exhaust memory before anything else is checked).
 pub const NFA_SIZE_LIMIT: usize = 64 << 20;
-/// Limit on the memory regex-automata may use to determinize one terminal.
+/// Limit on the memory regex-automata may use to determinize one terminal: its lazy
+/// DFA's cache, which holds every DFA state found (as its set of NFA states) with its
+/// transitions over the byte classes.
 pub const DETERMINIZE_SIZE_LIMIT: usize = 128 << 20;
-/// Limit on the size of one terminal's regex-automata DFA (it uses byte classes, so it
-/// is at most as large as our table of the same states).
-pub const DFA_SIZE_LIMIT: usize = 64 << 20;
 /// Limit on the number of states of one terminal's table: 65536 states are 64 MiB of
 /// transitions (256 `u32` each). Real terminals have tens to a few thousand.
 pub const MAX_TERMINAL_STATES: usize = 1 << 16;
@@ -44,8 +43,6 @@ pub struct LexerLimits {
     pub nfa_bytes: usize,
     /// Determinization memory for one terminal, in bytes ([`DETERMINIZE_SIZE_LIMIT`]).
     pub determinize_bytes: usize,
-    /// One terminal's regex-automata DFA, in bytes ([`DFA_SIZE_LIMIT`]).
-    pub dfa_bytes: usize,
     /// States of one terminal's table ([`MAX_TERMINAL_STATES`]).
     pub terminal_states: usize,
     /// States of all terminals' tables together ([`MAX_LEXER_STATES`]).
@@ -57,7 +54,6 @@ impl Default for LexerLimits {
         LexerLimits {
             nfa_bytes: NFA_SIZE_LIMIT,
             determinize_bytes: DETERMINIZE_SIZE_LIMIT,
-            dfa_bytes: DFA_SIZE_LIMIT,
             terminal_states: MAX_TERMINAL_STATES,
             total_states: MAX_LEXER_STATES,
         }
@@ -112,42 +108,54 @@ pub struct LexerError {
 pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
     let limits = LexerLimits::default();
     let per_terminal = (PER_TERMINAL, limits.terminal_states);
-    compile_terminal_with(regex, &limits, limits.terminal_states, per_terminal)
+    let unpolled = &mut || Ok::<(), std::convert::Infallible>(());
+    compile_terminal_with(
+        regex,
+        &limits,
+        limits.terminal_states,
+        per_terminal,
+        unpolled,
+    )
+    .unwrap_or_else(|never| match never {})
 }
 
 /// Names of the two state limits in errors.
 const PER_TERMINAL: &str = "states per terminal";
-/// The name of regex-automata's DFA size limit ([`LexerLimits::dfa_bytes`]).
-const DFA_BYTES: &str = "regex-automata DFA size in bytes";
+/// The name of the determinization memory limit ([`LexerLimits::determinize_bytes`]).
+const DETERMINIZE_BYTES: &str = "regex-automata determinization memory in bytes";
 const BUDGET: &str = "states of all terminals together (the lexer table budget)";
 
 /// [`compile_terminal`] with explicit limits; the table may have at most `max_states`
 /// states (DEAD included). Exceeding that is a [`LexerErrorKind::SizeLimit`] with
 /// `states_limit`, the name and value of the limit `max_states` comes from (the whole
-/// budget, when what was left of it ran out).
-fn compile_terminal_with(
+/// budget, when what was left of it ran out). `poll` is the compile budget's, whose
+/// error is the outer one (see [`build_terminal`]).
+fn compile_terminal_with<E>(
     regex: &str,
     limits: &LexerLimits,
     max_states: usize,
     states_limit: (&'static str, usize),
-) -> Result<ByteDfa, LexerErrorKind> {
+    poll: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<Result<ByteDfa, LexerErrorKind>, E> {
     let key = (regex.to_string(), *limits);
     if let Some((reachable, dfa)) = TerminalCache::get(&key) {
         // The same test the build below makes on its reachable states.
         if reachable >= max_states {
-            return Err(LexerErrorKind::SizeLimit {
+            return Ok(Err(LexerErrorKind::SizeLimit {
                 what: states_limit.0,
                 limit: states_limit.1,
-            });
+            }));
         }
-        return Ok(dfa);
+        return Ok(Ok(dfa));
     }
     let started = std::time::Instant::now();
-    let (reachable, dfa) = build_terminal(regex, limits, max_states, states_limit)?;
-    if reachable >= TerminalCache::MIN_STATES || started.elapsed() >= TerminalCache::MIN_TIME {
-        TerminalCache::put(key, reachable, &dfa);
-    }
-    Ok(dfa)
+    let built = build_terminal(regex, limits, max_states, states_limit, poll)?;
+    Ok(built.map(|(reachable, dfa)| {
+        if reachable >= TerminalCache::MIN_STATES || started.elapsed() >= TerminalCache::MIN_TIME {
+            TerminalCache::put(key, reachable, &dfa);
+        }
+        dfa
+    }))
 }
 
 /// Terminal DFAs already built in this process, by regex and limits.
@@ -200,15 +208,41 @@ impl TerminalCache {
     }
 }
 
+/// States determinized between two polls of the compile budget: a state costs at least
+/// 256 transition lookups, and at most one determinization step per byte class (about
+/// 0.1 ms for the largest regexes found), so a poll every 16 states reads the clock
+/// every few microseconds to few milliseconds.
+const POLL_EVERY_STATES: usize = 16;
+
 /// Builds a terminal's table: determinization, then minimization. Returns the number of
-/// states reachable before minimization with it.
-fn build_terminal(
+/// states reachable before minimization with it. The outer error is `poll`'s (the
+/// compile budget, polled every [`POLL_EVERY_STATES`] states); the inner one the
+/// terminal's.
+///
+/// The determinization is our breadth-first walk over regex-automata's lazy DFA, not its
+/// dense builder: the dense builder determinizes every state before it returns, and no
+/// time limit could interrupt it — an 825-byte regex of `.` and `*` ran for 10 s (60 s
+/// with debug assertions) before the size limit stopped it. The lazy DFA determinizes
+/// one transition at a time, the same subset construction, so the walk checks the
+/// budget and the state limit as it goes. Its cache is the determinization memory limit:
+/// it is never cleared (`minimum_cache_clear_count(0)`: full means give up), so every
+/// state id the walk holds stays valid.
+fn build_terminal<E>(
     regex: &str,
     limits: &LexerLimits,
     max_states: usize,
     states_limit: (&'static str, usize),
-) -> Result<(usize, ByteDfa), LexerErrorKind> {
-    let nfa = thompson::Compiler::new()
+    poll: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<Result<(usize, ByteDfa), LexerErrorKind>, E> {
+    let size_limit = || LexerErrorKind::SizeLimit {
+        what: states_limit.0,
+        limit: states_limit.1,
+    };
+    let cache_limit = || LexerErrorKind::SizeLimit {
+        what: DETERMINIZE_BYTES,
+        limit: limits.determinize_bytes,
+    };
+    let nfa = match thompson::Compiler::new()
         .syntax(syntax::Config::new().unicode(true).utf8(false))
         .configure(
             thompson::Config::new()
@@ -217,61 +251,60 @@ fn build_terminal(
                 .nfa_size_limit(Some(limits.nfa_bytes)),
         )
         .build(regex)
-        .map_err(|e| nfa_error(regex, &e))?;
-    // A DFA of more than `max_states` states is refused below anyway; capping
-    // regex-automata's DFA at that many rows (its stride is the byte classes plus end
-    // of input, rounded up to a power of two) makes a blow-up fail as soon as it passes
-    // the state limit instead of at `dfa_bytes` (an unanchored `U[a-zA-Z&-9_-]{362}`:
-    // 23 → 7 s, the error naming the state limit), as
-    // no `--time-limit` can interrupt a determinization in progress.
-    // A quarter more rows and 64 KiB of slack: the DFA also holds its special states
-    // and the start states of other look-behind contexts, which our count skips.
-    let stride = (nfa.byte_classes().alphabet_len() + 1).next_power_of_two();
-    let rows = max_states.saturating_mul(stride).saturating_mul(4);
-    let cap = rows.saturating_add(rows / 4).saturating_add(64 << 10);
-    let state_bound = cap < limits.dfa_bytes;
-    let dfa = DFA::builder()
-        .configure(
-            Config::new()
-                // The terminal is its whole regular language: leftmost-first (the
-                // default) would drop `ab` from `a|ab` once `a` has matched.
-                .match_kind(MatchKind::All)
-                .start_kind(StartKind::Anchored)
-                .minimize(false)
-                .unicode_word_boundary(false)
-                .dfa_size_limit(Some(if state_bound { cap } else { limits.dfa_bytes }))
-                .determinize_size_limit(Some(limits.determinize_bytes)),
-        )
-        .build_from_nfa(&nfa)
-        .map_err(|e| match build_error(regex, &e, limits) {
-            // The cap above stands for the state limit.
-            LexerErrorKind::SizeLimit { what, .. } if state_bound && what == DFA_BYTES => {
-                LexerErrorKind::SizeLimit {
-                    what: states_limit.0,
-                    limit: states_limit.1,
-                }
+    {
+        Ok(nfa) => nfa,
+        Err(e) => return Ok(Err(nfa_error(regex, &e))),
+    };
+    let config = Config::new()
+        // The terminal is its whole regular language: leftmost-first (the default)
+        // would drop `ab` from `a|ab` once `a` has matched.
+        .match_kind(MatchKind::All)
+        .unicode_word_boundary(false)
+        .cache_capacity(limits.determinize_bytes)
+        .minimum_cache_clear_count(Some(0));
+    let dfa = match DFA::builder().configure(config).build_from_nfa(nfa) {
+        Ok(dfa) => dfa,
+        Err(e) => return Ok(Err(build_error(regex, &e, limits))),
+    };
+    let mut cache = dfa.create_cache();
+    // The lazy DFA gives up (instead of clearing) only when its cache is full.
+    macro_rules! lazy {
+        ($e:expr) => {
+            match $e {
+                Ok(sid) => sid,
+                Err(_) => return Ok(Err(cache_limit())),
             }
-            other => other,
-        })?;
-    let start = dfa
-        .start_state(&start::Config::new().anchored(Anchored::Yes))
-        .map_err(|e| LexerErrorKind::Unsupported(e.to_string()))?;
+        };
+    }
+    let start = match dfa.start_state(&mut cache, &start::Config::new().anchored(Anchored::Yes)) {
+        Ok(sid) => sid,
+        Err(StartError::Cache { .. }) => return Ok(Err(cache_limit())),
+        Err(e) => return Ok(Err(LexerErrorKind::Unsupported(e.to_string()))),
+    };
+    let is_match = |cache: &mut Cache, sid: LazyStateID| -> Result<bool, CacheError> {
+        dfa.next_eoi_state(cache, sid).map(|eoi| eoi.is_match())
+    };
 
     // Breadth-first copy of the reachable states. Table index 0 is reserved for DEAD.
-    let mut index: HashMap<StateID, u32> = HashMap::new();
-    let mut order: Vec<StateID> = vec![start];
+    let mut index: HashMap<LazyStateID, u32> = HashMap::new();
+    let mut order: Vec<LazyStateID> = vec![start];
     index.insert(start, 1);
     let mut trans: Vec<u32> = vec![0; 256 * 2];
-    let mut accepting = vec![false, dfa.is_match_state(dfa.next_eoi_state(start))];
+    let mut accepting = vec![false, lazy!(is_match(&mut cache, start))];
     let mut i = 0;
     while i < order.len() {
+        if i % POLL_EVERY_STATES == 0 {
+            poll()?;
+        }
         let sid = order[i];
         for b in 0..=255u8 {
-            let next = dfa.next_state(sid, b);
-            if dfa.is_quit_state(next) {
-                return Err(LexerErrorKind::Unsupported(UNICODE_WORD_BOUNDARY.into()));
+            let next = lazy!(dfa.next_state(&mut cache, sid, b));
+            if next.is_quit() {
+                return Ok(Err(LexerErrorKind::Unsupported(
+                    UNICODE_WORD_BOUNDARY.into(),
+                )));
             }
-            let target = if dfa.is_dead_state(next) {
+            let target = if next.is_dead() {
                 0
             } else if let Some(&t) = index.get(&next) {
                 t
@@ -279,15 +312,13 @@ fn build_terminal(
                 let t = order.len() as u32 + 1;
                 // Checked before the state's 256 transitions are allocated.
                 if t as usize >= max_states {
-                    return Err(LexerErrorKind::SizeLimit {
-                        what: states_limit.0,
-                        limit: states_limit.1,
-                    });
+                    return Ok(Err(size_limit()));
                 }
+                let accepts = lazy!(is_match(&mut cache, next));
                 index.insert(next, t);
                 order.push(next);
                 trans.extend_from_slice(&[0; 256]);
-                accepting.push(dfa.is_match_state(dfa.next_eoi_state(next)));
+                accepting.push(accepts);
                 t
             };
             trans[(i + 1) * 256 + b as usize] = target;
@@ -295,11 +326,11 @@ fn build_terminal(
         i += 1;
     }
     if accepting[1] {
-        return Err(LexerErrorKind::EmptyMatch);
+        return Ok(Err(LexerErrorKind::EmptyMatch));
     }
     let reachable = order.len();
     let (trans, accepting, start) = crate::dfa_minimize::minimize(&trans, &accepting, 1);
-    Ok((reachable, fold_dead_states(trans, &accepting, start)))
+    Ok(Ok((reachable, fold_dead_states(trans, &accepting, start))))
 }
 
 /// Computes liveness (can reach an accepting state) and redirects every transition
@@ -333,20 +364,20 @@ fn fold_dead_states(mut trans: Vec<u32>, accepting: &[bool], start: u32) -> Byte
 
 fn build_error(regex: &str, e: &BuildError, limits: &LexerLimits) -> LexerErrorKind {
     let msg = e.to_string();
-    // regex-automata (pinned exactly) says which of its limits was hit only in the
-    // message; each becomes an error naming that limit.
-    if e.is_size_limit_exceeded() {
-        let (what, limit) = if msg.starts_with("determinization exceeded") {
-            (
-                "regex-automata determinization memory in bytes",
-                limits.determinize_bytes,
-            )
-        } else if msg.starts_with("DFA exceeded") {
-            (DFA_BYTES, limits.dfa_bytes)
-        } else {
-            ("regex-automata DFA state ids", usize::MAX)
+    // regex-automata (pinned exactly) says what went wrong only in the message: the
+    // cache below the minimum one state needs (the NFA is that large) is the memory
+    // limit, running out of lazy state ids is named as such.
+    if msg.contains("cache capacity") {
+        return LexerErrorKind::SizeLimit {
+            what: DETERMINIZE_BYTES,
+            limit: limits.determinize_bytes,
         };
-        return LexerErrorKind::SizeLimit { what, limit };
+    }
+    if msg.contains("LazyStateID") {
+        return LexerErrorKind::SizeLimit {
+            what: "regex-automata lazy DFA state ids",
+            limit: usize::MAX,
+        };
     }
     if msg.starts_with("unsupported regex feature for DFAs") && msg.contains("word boundar") {
         return LexerErrorKind::Unsupported(UNICODE_WORD_BOUNDARY.into());
@@ -406,8 +437,8 @@ pub fn compile_lexer_with(
     compile_lexer_polled(grammar, limits, &mut || Ok(()))
 }
 
-/// [`compile_lexer_with`] under a compile budget, checked before each terminal (one
-/// terminal's determinization is bounded by the size limits).
+/// [`compile_lexer_with`] under a compile budget, checked before each terminal and
+/// every few states of its determinization.
 pub fn compile_lexer_within<E: From<LexerError> + From<BudgetError>>(
     grammar: &Grammar,
     limits: &LexerLimits,
@@ -416,7 +447,7 @@ pub fn compile_lexer_within<E: From<LexerError> + From<BudgetError>>(
     compile_lexer_polled(grammar, limits, &mut || Ok(deadline.check(Stage::Lexer)?))
 }
 
-/// The lexer stage, calling `poll` before each terminal.
+/// The lexer stage, calling `poll` before each terminal and during its determinization.
 fn compile_lexer_polled<E: From<LexerError>>(
     grammar: &Grammar,
     limits: &LexerLimits,
@@ -437,14 +468,15 @@ fn compile_lexer_polled<E: From<LexerError>>(
                 (PER_TERMINAL, limits.terminal_states),
             )
         };
-        let dfa = compile_terminal_with(&t.regex, limits, max_states, named).map_err(|kind| {
-            LexerError {
-                source_name: grammar.source_name.clone(),
-                location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
-                terminal: t.name.clone(),
-                kind,
-            }
-        })?;
+        let dfa =
+            compile_terminal_with(&t.regex, limits, max_states, named, poll)?.map_err(|kind| {
+                LexerError {
+                    source_name: grammar.source_name.clone(),
+                    location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
+                    terminal: t.name.clone(),
+                    kind,
+                }
+            })?;
         used += dfa.num_states();
         out.push(dfa);
     }
@@ -455,25 +487,51 @@ fn compile_lexer_polled<E: From<LexerError>>(
 mod tests {
     use super::*;
 
+    /// [`build_terminal`] without a budget.
+    fn build(
+        regex: &str,
+        l: &LexerLimits,
+        max_states: usize,
+        limit: (&'static str, usize),
+    ) -> Result<(usize, ByteDfa), LexerErrorKind> {
+        build_terminal(regex, l, max_states, limit, &mut || {
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .unwrap_or_else(|never| match never {})
+    }
+
+    /// [`compile_terminal_with`] without a budget.
+    fn compile_with(
+        regex: &str,
+        l: &LexerLimits,
+        max_states: usize,
+        limit: (&'static str, usize),
+    ) -> Result<ByteDfa, LexerErrorKind> {
+        compile_terminal_with(regex, l, max_states, limit, &mut || {
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .unwrap_or_else(|never| match never {})
+    }
+
     #[test]
     fn cached_terminals_are_the_built_ones_and_keep_the_state_limit() {
         let regex = "[a-z]{300}x";
         let l = LexerLimits::default();
         let limit = (PER_TERMINAL, 7);
-        let (reachable, built) = build_terminal(regex, &l, l.terminal_states, limit).unwrap();
+        let (reachable, built) = build(regex, &l, l.terminal_states, limit).unwrap();
         assert!(reachable >= TerminalCache::MIN_STATES, "{reachable}");
-        let first = compile_terminal_with(regex, &l, l.terminal_states, limit).unwrap();
+        let first = compile_with(regex, &l, l.terminal_states, limit).unwrap();
         assert!(TerminalCache::get(&(regex.to_string(), l)).is_some());
-        let hit = compile_terminal_with(regex, &l, l.terminal_states, limit).unwrap();
+        let hit = compile_with(regex, &l, l.terminal_states, limit).unwrap();
         assert_eq!(first, built);
         assert_eq!(hit, built);
         // A hit keeps the build's limit: the reachable states must stay below it.
         for max in [reachable, reachable + 1] {
-            let fresh = build_terminal(regex, &l, max, limit).map(|_| ());
-            let cached = compile_terminal_with(regex, &l, max, limit).map(|_| ());
+            let fresh = build(regex, &l, max, limit).map(|_| ());
+            let cached = compile_with(regex, &l, max, limit).map(|_| ());
             assert_eq!(cached, fresh, "limit {max}");
         }
-        assert!(build_terminal(regex, &l, reachable, limit).is_err());
+        assert!(build(regex, &l, reachable, limit).is_err());
     }
 
     fn accepts(d: &ByteDfa, s: &[u8]) -> bool {
@@ -561,14 +619,8 @@ mod tests {
         let tiny = |f: fn(&mut LexerLimits)| {
             let mut l = LexerLimits::default();
             f(&mut l);
-            compile_terminal_with("[a-z]{12}", &l, l.terminal_states, (PER_TERMINAL, 0)).map(|_| ())
+            compile_with("[a-z]{12}", &l, l.terminal_states, (PER_TERMINAL, 0)).map(|_| ())
         };
-        match tiny(|l| l.dfa_bytes = 64) {
-            Err(LexerErrorKind::SizeLimit { what, limit: 64 }) => {
-                assert!(what.contains("DFA size"), "{what}")
-            }
-            other => panic!("expected the DFA size limit, got {other:?}"),
-        }
         match tiny(|l| l.determinize_bytes = 64) {
             Err(LexerErrorKind::SizeLimit { what, limit: 64 }) => {
                 assert!(what.contains("determinization"), "{what}")
@@ -581,6 +633,52 @@ mod tests {
             }
             other => panic!("expected the NFA size limit, got {other:?}"),
         }
+    }
+
+    /// The determinization memory runs out in the middle of the walk (a cache above the
+    /// minimum the lazy DFA is built with, below what 300 states need): the same named
+    /// limit as a cache below that minimum.
+    #[test]
+    fn a_determinization_that_fills_its_memory_is_a_named_limit() {
+        let regex = "[a-z]{300}x";
+        let nfa = thompson::NFA::new(regex).unwrap();
+        let minimum = Config::new().get_minimum_cache_capacity(&nfa).unwrap();
+        let l = LexerLimits {
+            determinize_bytes: minimum + 1024,
+            ..LexerLimits::default()
+        };
+        match build(regex, &l, l.terminal_states, (PER_TERMINAL, 0)) {
+            Err(LexerErrorKind::SizeLimit { what, limit }) => {
+                assert_eq!((what, limit), (DETERMINIZE_BYTES, minimum + 1024))
+            }
+            other => panic!("expected the determinization limit, got {other:?}"),
+        }
+        assert!(build(regex, &LexerLimits::default(), 1000, (PER_TERMINAL, 0)).is_ok());
+    }
+
+    /// The compile budget is polled while one terminal is determinized, so a time limit
+    /// or a cancel stops a determinization in progress (the dense builder ran one to its
+    /// size limit, seconds, before anything could be checked).
+    #[test]
+    fn the_budget_is_polled_during_a_determinization() {
+        // Thousands of states: the twelfth byte from the end must be `a`.
+        let regex = "[ab]*a[ab]{11}";
+        let l = LexerLimits::default();
+        let limit = (PER_TERMINAL, l.terminal_states);
+        let mut polls = 0;
+        let stopped = build_terminal(regex, &l, l.terminal_states, limit, &mut || {
+            polls += 1;
+            if polls == 5 {
+                Err("stop")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(stopped.map(|_| ()), Err("stop"));
+        assert_eq!(polls, 5);
+        // Unstopped, the walk goes on well past the fifth poll.
+        let (reachable, _) = build(regex, &l, l.terminal_states, limit).unwrap();
+        assert!(reachable > 8 * POLL_EVERY_STATES, "{reachable}");
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn lex_grammar_source(source: &str, source_name: &str) -> Result<LexedGramma
 }
 
 /// [`lex_grammar_source`] under a compile budget (checked before and after the front
-/// end, and before each terminal's DFA).
+/// end, before each terminal's DFA and while it is determinized).
 pub fn lex_grammar_source_within(
     source: &str,
     source_name: &str,

@@ -1,11 +1,13 @@
 //! Arbitrary bytes as a JSON Schema, through the schema front end, the lexer and the
-//! LR(1) construction under small limits; the first byte picks the options (lenient,
-//! whitespace and property-order policies, draft) so every policy is exercised.
+//! LR(1) construction under small limits and a time limit; the first byte picks the
+//! options (lenient, whitespace and property-order policies, draft) so every policy is
+//! exercised.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use stackmask_compiler::frontend::json_schema::{Draft, PropertyOrder, SchemaOptions, Whitespace};
+use stackmask_compiler::lr::LrLimits;
 use stackmask_compiler::pipeline;
 
 fuzz_target!(|data: &[u8]| {
@@ -35,8 +37,12 @@ fuzz_target!(|data: &[u8]| {
             _ => Draft::default(),
         },
     };
-    let Ok((lexed, _warnings)) = pipeline::lex_schema_source(text, "fuzz.json", &options) else {
+    let deadline = stackmask_fuzz::deadline();
+    let Ok((lexed, _warnings)) =
+        pipeline::lex_schema_source_within(text, "fuzz.json", &options, &deadline)
+    else {
         return;
     };
-    let _ = pipeline::compile_parser(&lexed, stackmask_fuzz::MAX_LR_STATES);
+    let limits = LrLimits::states(stackmask_fuzz::MAX_LR_STATES);
+    let _ = pipeline::compile_parser_within(&lexed, limits, &deadline);
 });

@@ -20,3 +20,37 @@ fn accepts_bytes_is_false_after_eos() {
     assert!(!m.accepts_bytes(b""), "accepts_bytes([]) after EOS");
     assert!(!m.accepts_bytes(b"+1"), "accepts_bytes(\"+1\") after EOS");
 }
+
+/// `grammar_frontend`: a one-terminal grammar whose 825-byte regex is mostly `.` and `*`
+/// (two inputs). Its determinization has 128 byte classes or more and ran to
+/// regex-automata's 64 MB DFA size limit: 8.5–9.9 s in a release build, 60–72 s with
+/// debug assertions, and `--time-limit` could not interrupt it. The lexer now
+/// determinizes state by state and polls the budget, so a time limit of one second ends
+/// it in the lexer stage, named.
+#[test]
+fn a_determinization_in_progress_stops_at_the_time_limit() {
+    use stackmask_compiler::budget::{BudgetError, CompileBudget, Stage};
+    use stackmask_compiler::pipeline::{lex_grammar_source_within, PipelineError};
+    let inputs: [&[u8]; 2] = [
+        include_bytes!(
+            "../../fuzz/regressions/grammar_frontend/timeout-389d94686575edee714952e9908497ea03606a7b"
+        ),
+        include_bytes!(
+            "../../fuzz/regressions/grammar_frontend/timeout-e346c257abe51fe8e860a03a38b4711de1cde3cc"
+        ),
+    ];
+    for input in inputs {
+        let source = std::str::from_utf8(input).unwrap();
+        let budget = CompileBudget {
+            time_limit: Some(std::time::Duration::from_secs(1)),
+            cancel: None,
+        };
+        match lex_grammar_source_within(source, "fuzz.lark", &budget.start()) {
+            Err(PipelineError::Budget(BudgetError::TimeLimit { stage, .. })) => {
+                assert_eq!(stage, Stage::Lexer)
+            }
+            Err(other) => panic!("expected the time limit in the lexer stage, got {other}"),
+            Ok(_) => panic!("expected the time limit in the lexer stage, got a lexer"),
+        }
+    }
+}
