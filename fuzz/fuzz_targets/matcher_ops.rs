@@ -1,6 +1,8 @@
 //! Sequences of matcher operations on shipped grammars (`expr.lark`, `json.lark`,
-//! compiled once for the `bytes` tokenizer), with the mask walk chosen by the first
-//! byte (default, subset walk always, pair walk always), decoded from the input:
+//! compiled once for the `bytes` tokenizer, and `json.lark` for a vocabulary spread over
+//! a wide mask, `stackmask_fuzz::spread_vocab`), with the artifact and the mask walk
+//! chosen by the first byte (default, subset walk always, pair walk always), decoded
+//! from the input:
 //! commit, commit bytes, rollback, fill_mask, clone, reset, set_max_rollback,
 //! is_accepting, accepts_bytes. Besides "never a panic", every step checks what
 //! DESIGN.md §1 promises:
@@ -60,8 +62,8 @@ impl Input<'_> {
 }
 
 /// Checks that the mask is exact: each token commits on a copy exactly when it is in
-/// the mask (every token: the vocabulary is `bytes`, 257 tokens), and EOS is in it
-/// exactly when the matcher accepts.
+/// the mask (every token: 257 for `bytes`, about 2,900 for the spread vocabulary), and
+/// EOS is in it exactly when the matcher accepts.
 fn check_mask(m: &Matcher, s: &Snapshot) {
     let engine = m.engine();
     let (vocab_len, eos) = (engine.meta().vocab_len, engine.meta().eos);
@@ -97,13 +99,13 @@ fn check_mask(m: &Matcher, s: &Snapshot) {
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
     let first = input.byte() as usize;
-    let index = first % stackmask_fuzz::GRAMMARS.len();
+    let index = first % stackmask_fuzz::MATCHER_ENGINES;
     let engine = stackmask_fuzz::engine(index);
     let (vocab_len, eos) = (engine.meta().vocab_len, engine.meta().eos);
     let mut m = Matcher::new(engine);
     // The mask walk: the default switch, the subset walk always, or the pair walk
     // always (the setting survives clones and resets, as each snapshot checks).
-    match first / stackmask_fuzz::GRAMMARS.len() % 3 {
+    match first / stackmask_fuzz::MATCHER_ENGINES % 3 {
         1 => m.set_subset_walk_after(0),
         2 => m.set_subset_walk_after(u32::MAX),
         _ => {}
