@@ -15,9 +15,9 @@ use regex_automata::hybrid::{BuildError, CacheError, LazyStateID, StartError};
 use regex_automata::nfa::thompson;
 use regex_automata::util::start;
 use regex_automata::{util::syntax, Anchored, MatchKind};
+use rustc_hash::FxHashMap;
 use stackmask_formats::dfa::ReverseEdges;
 use stackmask_formats::{ByteDfa, Grammar, Location};
-use std::collections::HashMap;
 
 /// Limit on the heap regex-automata may use to build one terminal's Thompson NFA (its
 /// default is no limit: `/(?:(?:a{1000}){1000}){1000}/` would expand to 10⁹ states
@@ -171,7 +171,7 @@ fn compile_terminal_with<E>(
 struct TerminalCache {
     /// Per key: the reachable states before minimization (what the state limit is
     /// checked on) and the table.
-    dfas: HashMap<(String, LexerLimits), (usize, ByteDfa)>,
+    dfas: FxHashMap<(String, LexerLimits), (usize, ByteDfa)>,
     bytes: usize,
 }
 
@@ -198,7 +198,7 @@ impl TerminalCache {
         let bytes = dfa.trans.len() * 4 + dfa.flags.len() + key.0.len();
         let mut shared = Self::shared();
         let cache = shared.get_or_insert_with(|| TerminalCache {
-            dfas: HashMap::new(),
+            dfas: FxHashMap::default(),
             bytes: 0,
         });
         if cache.bytes + bytes <= Self::MAX_BYTES && !cache.dfas.contains_key(&key) {
@@ -286,7 +286,7 @@ fn build_terminal<E>(
     };
 
     // Breadth-first copy of the reachable states. Table index 0 is reserved for DEAD.
-    let mut index: HashMap<LazyStateID, u32> = HashMap::new();
+    let mut index: FxHashMap<LazyStateID, u32> = FxHashMap::default();
     let mut order: Vec<LazyStateID> = vec![start];
     index.insert(start, 1);
     let mut trans: Vec<u32> = vec![0; 256 * 2];
