@@ -18,6 +18,7 @@ use regex_automata::{util::syntax, Anchored, MatchKind};
 use rustc_hash::FxHashMap;
 use stackmask_formats::dfa::ReverseEdges;
 use stackmask_formats::{ByteDfa, Grammar, Location};
+use std::convert::Infallible;
 
 /// Limit on the heap regex-automata may use to build one terminal's Thompson NFA (its
 /// default is no limit: `/(?:(?:a{1000}){1000}){1000}/` would expand to 10⁹ states
@@ -108,15 +109,24 @@ pub struct LexerError {
 pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
     let limits = LexerLimits::default();
     let per_terminal = (PER_TERMINAL, limits.terminal_states);
-    let unpolled = &mut || Ok::<(), std::convert::Infallible>(());
-    compile_terminal_with(
-        regex,
-        &limits,
-        limits.terminal_states,
-        per_terminal,
-        unpolled,
-    )
-    .unwrap_or_else(|never| match never {})
+    without_budget(|poll| {
+        compile_terminal_with(regex, &limits, limits.terminal_states, per_terminal, poll)
+    })
+}
+
+/// Runs a build that takes a budget poll with one that never stops it.
+fn without_budget<T>(
+    build: impl FnOnce(&mut dyn FnMut() -> Result<(), Infallible>) -> Result<T, Infallible>,
+) -> T {
+    build(&mut || Ok(())).unwrap_or_else(|never| match never {})
+}
+
+/// The error of a table past its state limit, `(name, value)`.
+fn over_state_limit(states_limit: (&'static str, usize)) -> LexerErrorKind {
+    LexerErrorKind::SizeLimit {
+        what: states_limit.0,
+        limit: states_limit.1,
+    }
 }
 
 /// Names of the two state limits in errors.
@@ -141,10 +151,7 @@ fn compile_terminal_with<E>(
     if let Some((reachable, dfa)) = TerminalCache::get(&key) {
         // The same test the build below makes on its reachable states.
         if reachable >= max_states {
-            return Ok(Err(LexerErrorKind::SizeLimit {
-                what: states_limit.0,
-                limit: states_limit.1,
-            }));
+            return Ok(Err(over_state_limit(states_limit)));
         }
         return Ok(Ok(dfa));
     }
@@ -234,10 +241,6 @@ fn build_terminal<E>(
     states_limit: (&'static str, usize),
     poll: &mut dyn FnMut() -> Result<(), E>,
 ) -> Result<Result<(usize, ByteDfa), LexerErrorKind>, E> {
-    let size_limit = || LexerErrorKind::SizeLimit {
-        what: states_limit.0,
-        limit: states_limit.1,
-    };
     let cache_limit = || LexerErrorKind::SizeLimit {
         what: DETERMINIZE_BYTES,
         limit: limits.determinize_bytes,
@@ -312,7 +315,7 @@ fn build_terminal<E>(
                 let t = order.len() as u32 + 1;
                 // Checked before the state's 256 transitions are allocated.
                 if t as usize >= max_states {
-                    return Ok(Err(size_limit()));
+                    return Ok(Err(over_state_limit(states_limit)));
                 }
                 let accepts = lazy!(is_match(&mut cache, next));
                 index.insert(next, t);
@@ -494,10 +497,7 @@ mod tests {
         max_states: usize,
         limit: (&'static str, usize),
     ) -> Result<(usize, ByteDfa), LexerErrorKind> {
-        build_terminal(regex, l, max_states, limit, &mut || {
-            Ok::<(), std::convert::Infallible>(())
-        })
-        .unwrap_or_else(|never| match never {})
+        without_budget(|poll| build_terminal(regex, l, max_states, limit, poll))
     }
 
     /// [`compile_terminal_with`] without a budget.
@@ -507,10 +507,7 @@ mod tests {
         max_states: usize,
         limit: (&'static str, usize),
     ) -> Result<ByteDfa, LexerErrorKind> {
-        compile_terminal_with(regex, l, max_states, limit, &mut || {
-            Ok::<(), std::convert::Infallible>(())
-        })
-        .unwrap_or_else(|never| match never {})
+        without_budget(|poll| compile_terminal_with(regex, l, max_states, limit, poll))
     }
 
     #[test]

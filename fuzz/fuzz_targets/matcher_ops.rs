@@ -2,10 +2,9 @@
 //! compiled once for the `bytes` tokenizer, and `json.lark` for a vocabulary spread over
 //! a wide mask, `stackmask_fuzz::spread_vocab`), with the artifact and the mask walk
 //! chosen by the first byte (default, subset walk always, pair walk always), decoded
-//! from the input:
-//! commit, commit bytes, rollback, fill_mask, clone, reset, set_max_rollback,
-//! is_accepting, accepts_bytes. Besides "never a panic", every step checks what
-//! DESIGN.md §1 promises:
+//! from the input: commit, commit bytes, rollback, fill_mask, clone, reset,
+//! set_max_rollback, is_accepting, accepts_bytes. Besides "never a panic", every step
+//! checks what DESIGN.md §1 promises:
 //!
 //! - a mask is exact: every token in it commits (on a copy), every token outside it is
 //!   refused, and EOS is in it exactly when the matcher is accepting;
@@ -62,7 +61,7 @@ impl Input<'_> {
 }
 
 /// Checks that the mask is exact: each token commits on a copy exactly when it is in
-/// the mask (every token: 257 for `bytes`, about 2,900 for the spread vocabulary), and
+/// the mask (every token: 257 for `bytes`, 3,572 for the spread vocabulary), and
 /// EOS is in it exactly when the matcher accepts.
 fn check_mask(m: &Matcher, s: &Snapshot) {
     let engine = m.engine();
