@@ -68,6 +68,19 @@ impl BodyTable {
         step: impl Fn(u32, u8) -> u32,
         too_big: impl Fn(u32) -> bool,
     ) -> Option<(BodyTable, Vec<u32>)> {
+        Self::canonical_of_runs(start, |s| ByteRuns::of(|b| step(s, b)), too_big)
+    }
+
+    /// [`BodyTable::canonical`] over each state's step as [`ByteRuns`]. Each state of a
+    /// chain (a property-name trie's: `"cl`, `"cli`, …) reaches the rest of the chain,
+    /// so its canonical form visits those states again: stepped byte by byte, that was
+    /// a third of a median JSON Schema's mask path. Callers keep each state's runs and
+    /// step it once; a run of bytes with one target is translated once.
+    pub fn canonical_of_runs<R: AsRef<[(u8, u32)]>>(
+        start: u32,
+        runs: impl Fn(u32) -> R,
+        too_big: impl Fn(u32) -> bool,
+    ) -> Option<(BodyTable, Vec<u32>)> {
         let mut states = vec![start];
         // Per canonical state: the bytes that first reach it (breadth first: the fewest).
         let mut depth = vec![0u32];
@@ -77,30 +90,31 @@ impl BodyTable {
         let mut i = 0;
         while i < states.len() {
             let s = states[i];
-            // Runs of bytes mostly share their target: look it up once per run.
-            let mut last: Option<(u32, u32)> = None;
-            for b in 0..=255u8 {
-                let code = match step(s, b) {
-                    code @ (Self::END | Self::DEAD) => code,
-                    next if last.is_some_and(|(n, _)| n == next) => last.expect("checked").1,
+            let row = runs(s);
+            let mut from = 0usize;
+            for &(last, next) in row.as_ref() {
+                let code = match next {
+                    Self::END | Self::DEAD => next,
                     next if depth[i] + 1 >= Self::MAX_DEPTH && !index.contains_key(&next) => {
                         Self::CUT
                     }
                     next => {
-                        let code = *index.entry(next).or_insert_with(|| {
+                        let fresh = states.len() as u32;
+                        let code = *index.entry(next).or_insert(fresh);
+                        if code == fresh {
                             states.push(next);
                             depth.push(depth[i] + 1);
-                            states.len() as u32 - 1
-                        });
-                        if code as usize == states.len() - 1 && too_big(next) {
-                            return None;
+                            if too_big(next) {
+                                return None;
+                            }
                         }
-                        last = Some((next, code));
                         code
                     }
                 };
-                table.push(code);
+                table.extend(std::iter::repeat_n(code, last as usize + 1 - from));
+                from = last as usize + 1;
             }
+            debug_assert_eq!(from, 256, "runs cover every byte");
             if states.len() > Self::MAX_STATES {
                 return None;
             }
@@ -111,6 +125,48 @@ impl BodyTable {
 
     fn step(&self, s: u32, b: u8) -> u32 {
         self.0[s as usize * 256 + b as usize]
+    }
+}
+
+/// One state's byte step as runs: `(last, code)` steps every byte from the previous
+/// run's `last + 1` (0 for the first) through `last` to `code` ([`BodyTable::END`],
+/// [`BodyTable::DEAD`] or a state). Lexeme automata have few distinct targets per state
+/// (a string's: go on, the closing quote, the escape, the bytes it refuses), so a row is
+/// a handful of runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ByteRuns(pub Box<[(u8, u32)]>);
+
+impl ByteRuns {
+    /// The runs of `step` over every byte.
+    pub fn of(step: impl Fn(u8) -> u32) -> Self {
+        let mut runs: Vec<(u8, u32)> = Vec::new();
+        for b in 0..=255u8 {
+            let code = step(b);
+            match runs.last_mut() {
+                Some((last, c)) if *c == code => *last = b,
+                _ => runs.push((b, code)),
+            }
+        }
+        ByteRuns(runs.into_boxed_slice())
+    }
+
+    /// How many bytes do not step to [`BodyTable::DEAD`].
+    pub fn width(&self) -> usize {
+        let mut from = 0usize;
+        let mut width = 0;
+        for &(last, code) in self.0.iter() {
+            if code != BodyTable::DEAD {
+                width += last as usize + 1 - from;
+            }
+            from = last as usize + 1;
+        }
+        width
+    }
+}
+
+impl AsRef<[(u8, u32)]> for ByteRuns {
+    fn as_ref(&self) -> &[(u8, u32)] {
+        &self.0
     }
 }
 
@@ -340,6 +396,52 @@ mod tests {
             // Each canonical state stands for corresponding original states.
             assert_eq!(sa.iter().map(|&s| to_b(s)).collect::<Vec<_>>(), sb);
             assert_eq!(sa[0], start);
+        }
+    }
+
+    #[test]
+    fn the_canonical_table_steps_as_the_automaton_does() {
+        let mut rng = XorShift(0x5eed_0b1e);
+        for _ in 0..300 {
+            let n = 1 + rng.below(10) as u32;
+            let a = random_automaton(&mut rng, n);
+            let step = step_of(&a);
+            let start = 100 + rng.below(n as u64) as u32;
+            let (table, states) = BodyTable::canonical(start, &step, |_| false).unwrap();
+            assert_eq!(table.0.len(), 256 * states.len());
+            for (i, &orig) in states.iter().enumerate() {
+                for b in 0..=255u8 {
+                    match (step(orig, b), table.step(i as u32, b)) {
+                        (want @ (BodyTable::END | BodyTable::DEAD), got) => assert_eq!(got, want),
+                        (want, got) => assert_eq!(states[got as usize], want, "byte {b}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn byte_runs_cover_every_byte_once() {
+        let mut rng = XorShift(0x0b17_e5e5);
+        for _ in 0..200 {
+            let cuts: Vec<u8> = (0..rng.below(6)).map(|_| rng.below(256) as u8).collect();
+            let step = |b: u8| match cuts.iter().filter(|&&c| c <= b).count() % 3 {
+                0 => BodyTable::DEAD,
+                k => k as u32,
+            };
+            let runs = ByteRuns::of(step);
+            let mut from = 0usize;
+            for (k, &(last, code)) in runs.0.iter().enumerate() {
+                assert!(last as usize >= from, "runs ascend");
+                assert!((from..=last as usize).all(|b| step(b as u8) == code));
+                if k > 0 {
+                    assert_ne!(runs.0[k - 1].1, code, "neighbouring runs differ");
+                }
+                from = last as usize + 1;
+            }
+            assert_eq!(from, 256);
+            let live = (0..=255u8).filter(|&b| step(b) != BodyTable::DEAD).count();
+            assert_eq!(runs.width(), live);
         }
     }
 

@@ -19,7 +19,7 @@
 //! word ends the lexeme in progress and then reads end of input.
 
 use crate::budget::{BudgetError, Poll};
-use crate::lexeme_bodies::{BodyTable, Interned, PreparedTrie};
+use crate::lexeme_bodies::{BodyTable, ByteRuns, Interned, PreparedTrie};
 use rustc_hash::FxHashMap;
 use stackmask_formats::{TablesRef, TrieRef};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -246,6 +246,12 @@ pub struct Lexing<'a> {
     bodies: Vec<OnceLock<Option<Arc<Body>>>>,
     /// Per lexer configuration: its body, once asked ([`Lexing::config_body`]).
     config_bodies: Vec<OnceLock<Option<Arc<Body>>>>,
+    /// Per merged-DFA state: its step inside its lexeme, once asked
+    /// ([`Lexing::lexeme_runs`]). A state's body visits every state it reaches, so
+    /// without these a chain's states were stepped once per state before them.
+    lexeme_runs: Vec<OnceLock<ByteRuns>>,
+    /// Per lexer configuration: its step as a whole ([`Lexing::config_runs`]).
+    config_runs: Vec<OnceLock<ByteRuns>>,
     /// Per terminal: its merged-DFA states.
     term_states: Vec<u32>,
 }
@@ -325,6 +331,12 @@ impl<'a> Lexing<'a> {
                 .map(|_| OnceLock::new())
                 .collect(),
             config_bodies: (0..tables.conf_flags.len())
+                .map(|_| OnceLock::new())
+                .collect(),
+            lexeme_runs: (0..tables.dfa_term.len())
+                .map(|_| OnceLock::new())
+                .collect(),
+            config_runs: (0..tables.conf_flags.len())
                 .map(|_| OnceLock::new())
                 .collect(),
         }
@@ -597,69 +609,84 @@ impl<'a> Lexing<'a> {
     fn config_body(&self, config: u32) -> Option<Arc<Body>> {
         self.config_bodies[config as usize]
             .get_or_init(|| {
-                let t = &self.tables;
-                let step = |c: u32, b: u8| {
-                    if t.conf_elems(c)
-                        .iter()
-                        .any(|&g| t.may_end(t.dfa_term[g as usize], g, Some(b)))
-                    {
-                        BodyTable::END
-                    } else {
-                        match t.conf_step(c, b) {
-                            0 => BodyTable::DEAD,
-                            next => next,
-                        }
-                    }
-                };
                 let too_big = |c: u32| matches!(self.config_bodies[c as usize].get(), Some(None));
-                BodyTable::canonical(config, step, too_big).map(|(table, states)| {
-                    Arc::new(Body {
-                        table: self.trie.intern(table),
-                        states,
-                    })
-                })
+                BodyTable::canonical_of_runs(config, |c| self.config_runs(c), too_big).map(
+                    |(table, states)| {
+                        Arc::new(Body {
+                            table: self.trie.intern(table),
+                            states,
+                        })
+                    },
+                )
             })
             .clone()
     }
 
+    /// Configuration `config`'s byte step as a whole, for its body: it ends where any
+    /// of its lexemes may end, and goes on to the configuration after the byte
+    /// otherwise.
+    fn config_runs(&self, config: u32) -> &ByteRuns {
+        self.config_runs[config as usize].get_or_init(|| {
+            let t = &self.tables;
+            ByteRuns::of(|b| {
+                if t.conf_elems(config)
+                    .iter()
+                    .any(|&g| t.may_end(t.dfa_term[g as usize], g, Some(b)))
+                {
+                    BodyTable::END
+                } else {
+                    match t.conf_step(config, b) {
+                        0 => BodyTable::DEAD,
+                        next => next,
+                    }
+                }
+            })
+        })
+    }
+
+    /// Merged-DFA state `state`'s byte step for a thread that stays in its lexeme, as
+    /// [`Lexing::step`] makes it (a lexeme's transitions stay among its own states).
+    fn lexeme_runs(&self, state: u32) -> &ByteRuns {
+        self.lexeme_runs[state as usize].get_or_init(|| {
+            let t = &self.tables;
+            let term = t.dfa_term[state as usize];
+            ByteRuns::of(|b| {
+                if t.may_end(term, state, Some(b)) {
+                    BodyTable::END
+                } else {
+                    let next = t.dfa_next(state, b);
+                    if t.dfa_live(next) {
+                        next
+                    } else {
+                        BodyTable::DEAD
+                    }
+                }
+            })
+        })
+    }
+
     /// [`Lexing::body`], worked out.
     fn make_body(&self, state: u32) -> Option<Arc<Body>> {
-        let t = &self.tables;
-        let term = t.dfa_term[state as usize];
-        // The byte step of [`Lexing::step`] for a thread that stays in its lexeme.
-        let step = |s: u32, b: u8| {
-            if t.may_end(term, s, Some(b)) {
-                BodyTable::END
-            } else {
-                let next = t.dfa_next(s, b);
-                if t.dfa_live(next) {
-                    next
-                } else {
-                    BodyTable::DEAD
-                }
-            }
-        };
+        let term = self.tables.dfa_term[state as usize];
         // A narrow lexeme's walk is cheap (few trie children match). Its bodies pay
         // off when they recur, schema after schema (a property name's rest, a number);
         // in a many-state narrow lexeme (`date-time`: 11,000 states) nearly every state
         // has its own, and interning and walking them cost 5× the plain walks (mask
         // path 850 → 166 ms on such a schema).
-        let narrow = || {
-            (0..=255u8)
-                .filter(|&b| step(state, b) != BodyTable::DEAD)
-                .count()
-                < BodyTable::MIN_WIDTH
-        };
-        if self.term_states[term as usize] > BodyTable::MANY_STATES && narrow() {
+        if self.term_states[term as usize] > BodyTable::MANY_STATES
+            && self.lexeme_runs(state).width() < BodyTable::MIN_WIDTH
+        {
             return None;
         }
         let too_big = |s: u32| matches!(self.bodies[s as usize].get(), Some(None));
-        BodyTable::canonical(state, step, too_big).map(|(table, states)| {
-            Arc::new(Body {
-                table: self.trie.intern(table),
-                states,
-            })
-        })
+        BodyTable::canonical_of_runs(state, |s| self.lexeme_runs(s), too_big).map(
+            |(table, states)| {
+                Arc::new(Body {
+                    table: self.trie.intern(table),
+                    states,
+                })
+            },
+        )
     }
 
     /// Walks the subtree of trie node `root` for one thread `th` (after the node's
