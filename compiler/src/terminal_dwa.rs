@@ -327,18 +327,10 @@ impl<'a> Lexing<'a> {
             ignore_start: (0..=255u8).map(|b| starts(tables.ignore, b)).collect(),
             memo: Mutex::default(),
             trie,
-            bodies: (0..tables.dfa_term.len())
-                .map(|_| OnceLock::new())
-                .collect(),
-            config_bodies: (0..tables.conf_flags.len())
-                .map(|_| OnceLock::new())
-                .collect(),
-            lexeme_runs: (0..tables.dfa_term.len())
-                .map(|_| OnceLock::new())
-                .collect(),
-            config_runs: (0..tables.conf_flags.len())
-                .map(|_| OnceLock::new())
-                .collect(),
+            bodies: unset(tables.dfa_term.len()),
+            config_bodies: unset(tables.conf_flags.len()),
+            lexeme_runs: unset(tables.dfa_term.len()),
+            config_runs: unset(tables.conf_flags.len()),
         }
     }
 
@@ -948,6 +940,11 @@ impl<'a> Lexing<'a> {
             }));
         }
     }
+}
+
+/// `n` cells, none set yet.
+fn unset<T>(n: usize) -> Vec<OnceLock<T>> {
+    std::iter::repeat_with(OnceLock::new).take(n).collect()
 }
 
 /// The configurations reachable by byte steps from `seeds` (0 excluded).
