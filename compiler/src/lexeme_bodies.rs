@@ -17,6 +17,7 @@
 //! nodes whose byte ends it. A grammar's walk takes the tokens as they are and goes on
 //! from the exits only, where its own terminals start.
 
+use crate::wide_children::WideChildren;
 use rustc_hash::FxHashMap;
 use stackmask_formats::{TokenTrie, TrieRef};
 use std::sync::{Arc, Mutex};
@@ -68,18 +69,26 @@ impl BodyTable {
         step: impl Fn(u32, u8) -> u32,
         too_big: impl Fn(u32) -> bool,
     ) -> Option<(BodyTable, Vec<u32>)> {
-        Self::canonical_of_runs(start, |s| ByteRuns::of(|b| step(s, b)), too_big)
+        Self::canonical_of_runs(
+            start,
+            |s| ByteRuns::of(|b| step(s, b)),
+            too_big,
+            Self::MAX_STATES,
+        )
     }
 
     /// [`BodyTable::canonical`] over each state's step as [`ByteRuns`]. Each state of a
     /// chain (a property-name trie's: `"cl`, `"cli`, …) reaches the rest of the chain,
     /// so its canonical form visits those states again: stepped byte by byte, that was
     /// 13% of a names-heavy schema compile's samples. Callers keep each state's runs and
-    /// step it once; a run of bytes with one target is translated once.
+    /// step it once; a run of bytes with one target is translated once. `None` past
+    /// `max_states` states ([`BodyTable::MAX_STATES`] but for bodies that are worth
+    /// more).
     pub fn canonical_of_runs<R: AsRef<[(u8, u32)]>>(
         start: u32,
         runs: impl Fn(u32) -> R,
         too_big: impl Fn(u32) -> bool,
+        max_states: usize,
     ) -> Option<(BodyTable, Vec<u32>)> {
         let mut states = vec![start];
         // Per canonical state: the bytes that first reach it (breadth first: the fewest).
@@ -113,7 +122,7 @@ impl BodyTable {
                 table.extend(std::iter::repeat_n(code, len));
             }
             debug_assert_eq!(table.len(), 256 * (i + 1), "runs cover every byte");
-            if states.len() > Self::MAX_STATES {
+            if states.len() > max_states {
                 return None;
             }
             i += 1;
@@ -242,12 +251,14 @@ impl BodyWalk {
     }
 }
 
-/// A token trie with the lexeme bodies walked over it so far: what every grammar
-/// compiled for one vocabulary shares. The walks are pure functions of the trie and a
+/// A token trie with the lexeme bodies walked over it so far, and its wide nodes
+/// indexed: what every grammar compiled for one vocabulary shares. The walks are pure functions of the trie and a
 /// [`BodyTable`], so a grammar's Terminal DWAs do not depend on what is kept.
 pub struct PreparedTrie {
     /// Shareable with the runtime's `SharedVocab` made from the same build.
     trie: Arc<TokenTrie>,
+    /// Its wide nodes' children by byte.
+    wide: WideChildren,
     store: Mutex<Store>,
 }
 
@@ -276,10 +287,17 @@ impl PreparedTrie {
 
     /// Prepares `trie` (nothing is walked yet).
     pub fn new(trie: impl Into<Arc<TokenTrie>>) -> Self {
+        let trie = trie.into();
         PreparedTrie {
-            trie: trie.into(),
+            wide: WideChildren::new(trie.view()),
+            trie,
             store: Mutex::default(),
         }
+    }
+
+    /// The trie's wide nodes' children by byte.
+    pub fn wide_children(&self) -> &WideChildren {
+        &self.wide
     }
 
     /// The trie.

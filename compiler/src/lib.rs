@@ -6,7 +6,8 @@
 //! [`lexer_configs`] (interned lexer configurations), [`vocab`] (tokenizers →
 //! vocabulary and token trie), then the compiled mask path: [`terminal_dwa`] (per
 //! lexer boundary, the terminal sequences each token realises, as token classes;
-//! [`lexeme_bodies`] keeps the part inside one lexeme per vocabulary),
+//! [`lexeme_bodies`] keeps the part inside one lexeme per vocabulary, [`wide_children`]
+//! the trie's wide nodes' children by byte),
 //! [`template`] (what a terminal does to a stack top), [`parser_dwa`] (their
 //! composition into the automaton `get_mask` runs over the stack) and [`minimize`]
 //! (equivalent automaton states merged across boundaries); [`artifact`]
@@ -33,5 +34,6 @@ pub mod terminal_dwa;
 #[cfg(test)]
 mod test_rng;
 pub mod vocab;
+pub mod wide_children;
 
 pub use frontend::{parse_grammar, GrammarError, GrammarErrorKind};

@@ -44,6 +44,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Limits of the Parser DWA construction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,6 +184,33 @@ struct BoundaryDwa {
     classes: usize,
     terminal_states: usize,
 }
+
+/// What a boundary's automaton is a function of: its Terminal DWA (words, final
+/// checks, class tokens) and the LR states a head can be in. Boundaries inside a long
+/// lexeme mostly agree on all of it: a `date-time`'s 11,000 lexer states are 13,000
+/// boundaries with 1,000 different automata, where a token cannot tell the remembered
+/// hour and minute (checked only for a leap second) apart.
+#[derive(PartialEq, Eq, Hash)]
+struct BoundaryKey {
+    succ: Vec<Vec<(u32, u32)>>,
+    finals: Vec<Vec<(FinalCheck, ClassSet)>>,
+    class_tokens: Vec<ClassTokens>,
+    heads: Vec<u32>,
+}
+
+impl BoundaryKey {
+    fn new(tdwa: &TerminalDwa, heads: &[u32]) -> Self {
+        BoundaryKey {
+            succ: tdwa.succ.clone(),
+            finals: tdwa.finals.clone(),
+            class_tokens: tdwa.class_tokens.clone(),
+            heads: heads.to_vec(),
+        }
+    }
+}
+
+/// One automaton, built by the first boundary of its [`BoundaryKey`] to ask.
+type SharedBuild = std::sync::OnceLock<Result<Option<Arc<BoundaryDwa>>, ParserDwaError>>;
 
 /// Sizes, for the compile summary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -376,7 +404,8 @@ pub fn build_parser_dwa(
     progress(0, boundaries.len());
     let chunk_store = std::sync::Mutex::new(ChunkStore::default());
     let dense_classes = std::sync::Mutex::new(DenseClasses::default());
-    let built: Vec<Option<BoundaryDwa>> = boundaries
+    let same = std::sync::Mutex::new(FxHashMap::<BoundaryKey, Arc<SharedBuild>>::default());
+    let built: Vec<Option<Arc<BoundaryDwa>>> = boundaries
         .par_iter()
         .map(|&b| {
             let t0 = std::time::Instant::now();
@@ -394,24 +423,39 @@ pub fn build_parser_dwa(
                     TerminalDwaError::Budget(e) => ParserDwaError::Budget(e),
                 })?;
             let t1 = t0.elapsed();
-            let builder = Builder {
-                by_read: Default::default(),
-                by_goto: Default::default(),
-                nothing: Rc::new(ThreadStep {
-                    accepted: ClassSet::empty(tdwa.num_classes()),
-                    threads: Vec::new(),
-                }),
-                tables,
-                tdwa: &tdwa,
-                goto_states: &goto_states,
-                heads: lexing.head_states(b),
-                chunks: &chunk_store,
-                dense_classes: &dense_classes,
-                template_reductions: limits.template_reductions,
-                token_ids: &trie.trie().token_ids,
-                eos,
-            };
-            let r = builder.build(vocab_len, &counter, &limits, deadline, &|| describe(b));
+            let heads = lexing.head_states(b);
+            // Boundaries with the same Terminal DWA and heads have the same automaton:
+            // the first builds it, the others (waiting if it is under way) share it.
+            let shared = same
+                .lock()
+                .expect("no builder panicked")
+                .entry(BoundaryKey::new(&tdwa, &heads))
+                .or_default()
+                .clone();
+            let r = shared
+                .get_or_init(|| {
+                    let builder = Builder {
+                        by_read: Default::default(),
+                        by_goto: Default::default(),
+                        nothing: Rc::new(ThreadStep {
+                            accepted: ClassSet::empty(tdwa.num_classes()),
+                            threads: Vec::new(),
+                        }),
+                        tables,
+                        tdwa: &tdwa,
+                        goto_states: &goto_states,
+                        heads,
+                        chunks: &chunk_store,
+                        dense_classes: &dense_classes,
+                        template_reductions: limits.template_reductions,
+                        token_ids: &trie.trie().token_ids,
+                        eos,
+                    };
+                    builder
+                        .build(vocab_len, &counter, &limits, deadline, &|| describe(b))
+                        .map(|d| d.map(Arc::new))
+                })
+                .clone();
             // Per-boundary sizes and times, for finding what makes a grammar expensive.
             if std::env::var_os("STACKMASK_DEBUG_DWA").is_some() {
                 if let Ok(Some(d)) = &r {
@@ -458,6 +502,8 @@ pub fn build_parser_dwa(
     let store = chunk_store.into_inner().expect("no builder panicked");
     let mut chunk_ids: Vec<u32> = vec![u32::MAX; store.chunks.len()];
     let mut starts: HashMap<Boundary, u32> = HashMap::new();
+    // Per shared automaton (by address): its start state, once its states are in.
+    let mut start_of: HashMap<*const BoundaryDwa, u32> = HashMap::new();
     let mut stats = ParserDwaStats {
         boundaries: built.len(),
         ..Default::default()
@@ -470,6 +516,10 @@ pub fn build_parser_dwa(
         };
         stats.token_classes += dwa.classes;
         stats.terminal_dwa_states += dwa.terminal_states;
+        if let Some(&start) = start_of.get(&Arc::as_ptr(dwa)) {
+            starts.insert(*b, start);
+            continue;
+        }
         // Local state s > 0 becomes offset + s - 1; local 0 stays STOP.
         let offset = out.default_target.len() as u32;
         let state = |s: u32| {
@@ -534,6 +584,7 @@ pub fn build_parser_dwa(
                 .push(local_weight[*default_weight as usize]);
         }
         starts.insert(*b, state(dwa.start));
+        start_of.insert(Arc::as_ptr(dwa), state(dwa.start));
     }
     let configs = tables.conf_flags.len() as u32;
     for c in 0..configs {

@@ -17,9 +17,15 @@
 //! lexing thread at once (threads are deterministic per terminal, so they only fork
 //! where a lexeme ends and new ones start). End of sequence is one more "token": its
 //! word ends the lexeme in progress and then reads end of input.
+//!
+//! Most of a walk stays inside one lexeme or a few that go on together; those parts
+//! are walked once per vocabulary ([`crate::lexeme_bodies`]: a lexeme's body, a
+//! group's, or a set of lexemes started within the token), and at the trie's wide
+//! nodes a narrow lexeme enters only its live children ([`crate::wide_children`]).
 
 use crate::budget::{BudgetError, Poll};
 use crate::lexeme_bodies::{BodyTable, ByteRuns, Interned, PreparedTrie};
+use crate::wide_children::{insert_range, ByteSet};
 use rustc_hash::FxHashMap;
 use stackmask_formats::{TablesRef, TrieRef};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -143,7 +149,7 @@ pub struct TerminalDwa {
 }
 
 /// The tokens of one class (see [`TerminalDwa::class_tokens`]).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ClassTokens {
     /// Half-open ranges of positions in the trie's `token_ids`, ascending, not adjacent.
     pub ranges: Vec<(u32, u32)>,
@@ -231,6 +237,10 @@ pub struct Lexing<'a> {
     /// `class_reaches[k][c]`: configuration `c` is reachable from a start
     /// configuration of expected class `k`.
     class_reaches: Vec<Vec<bool>>,
+    /// Per expected class: the LR states of that class, in increasing order (a
+    /// boundary's heads are a few classes' states; filtering every LR state per
+    /// boundary was 5% of a `date-time` schema's compile, at 13,000 boundaries).
+    class_states: Vec<Vec<u32>>,
     /// Per first byte: merged-DFA states of grammar terminals that start with it (only
     /// terminals some LR state expects).
     fresh_start: Vec<Vec<u32>>,
@@ -254,6 +264,8 @@ pub struct Lexing<'a> {
     config_runs: Vec<OnceLock<ByteRuns>>,
     /// Per terminal: its merged-DFA states.
     term_states: Vec<u32>,
+    /// Per set of lexemes started together (sorted): its body, once asked.
+    set_bodies: Mutex<FxHashMap<LexemeSet, Option<Arc<SetBody>>>>,
 }
 
 /// A lexeme state's body: its interned [`BodyTable`] and, per canonical state, the
@@ -261,6 +273,33 @@ pub struct Lexing<'a> {
 struct Body {
     table: Interned,
     states: Vec<u32>,
+}
+
+/// The body of lexemes that started together within a token, all on one word (a
+/// chunked string's middle chunk and tail, after a chunk ends inside the token): they
+/// step as a set while none ends and none dies, so a token that ends inside has the
+/// same final checks in every state. Such a walk went on through most of the trie at
+/// every exit of a chunked string's boundaries (3–6 ms a boundary); as a body it is
+/// walked once per vocabulary.
+struct SetBody {
+    table: Interned,
+    /// Per canonical state: the lexemes in progress.
+    sets: Vec<LexemeSet>,
+    /// The final checks of a token that ends inside the body.
+    checks: Box<[FinalCheck]>,
+}
+
+/// Lexemes in progress on one word, as sorted (kind, merged-DFA state) pairs.
+type LexemeSet = Box<[(Kind, u32)]>;
+
+impl SetBody {
+    /// Fewest trie nodes below a walk's root for a set body to be tried there: a
+    /// small subtree is cheaper to walk than to look up.
+    const MIN_NODES: usize = 128;
+    /// Most sets a set body steps through: a chunked string's chunk and tail in
+    /// lockstep, a state per byte of each of 8 characters, are about 60; its walk
+    /// spares thousands of trie nodes at every exit, so a larger table pays.
+    const MAX_STATES: usize = 256;
 }
 
 /// What a [`Body`]'s states are.
@@ -311,6 +350,10 @@ impl<'a> Lexing<'a> {
                 )
             })
             .collect();
+        let mut class_states: Vec<Vec<u32>> = vec![Vec::new(); classes];
+        for s in 0..tables.lr.num_states {
+            class_states[tables.state_class[s as usize] as usize].push(s);
+        }
         let mut term_states = vec![0u32; n];
         for &term in tables.dfa_term {
             if let Some(c) = term_states.get_mut(term as usize) {
@@ -323,6 +366,7 @@ impl<'a> Lexing<'a> {
             follows,
             terminals: n,
             class_reaches,
+            class_states,
             fresh_start: (0..=255u8).map(|b| starts(&used, b)).collect(),
             ignore_start: (0..=255u8).map(|b| starts(tables.ignore, b)).collect(),
             memo: Mutex::default(),
@@ -331,6 +375,7 @@ impl<'a> Lexing<'a> {
             config_bodies: unset(tables.conf_flags.len()),
             lexeme_runs: unset(tables.dfa_term.len()),
             config_runs: unset(tables.conf_flags.len()),
+            set_bodies: Mutex::default(),
         }
     }
 
@@ -371,11 +416,14 @@ impl<'a> Lexing<'a> {
             Boundary::Group {
                 config,
                 ignore: false,
-            } => (0..t.lr.num_states)
-                .filter(|&s| {
-                    self.class_reaches[t.state_class[s as usize] as usize][config as usize]
-                })
-                .collect(),
+            } => {
+                let mut heads: Vec<u32> = (self.class_reaches.iter().zip(&self.class_states))
+                    .filter(|(reaches, _)| reaches[config as usize])
+                    .flat_map(|(_, states)| states.iter().copied())
+                    .collect();
+                heads.sort_unstable();
+                heads
+            }
         }
     }
 
@@ -520,7 +568,9 @@ impl<'a> Lexing<'a> {
     /// the threads' lexeme states, not on the boundary: it is walked once per grammar
     /// and replayed ([`Lexing::subtree`]). Boundaries inside long lexemes (strings,
     /// names) mostly differ in their first bytes only. (Memoizing deeper levels too was
-    /// measured slower: their subtrees are small and the keys many.)
+    /// measured slower: their subtrees are small and the keys many. Where lexemes that
+    /// started within the token go on through a large subtree, [`SetBody`] shares
+    /// that walk per vocabulary instead.)
     #[allow(clippy::too_many_arguments)]
     fn walk_first_bytes(
         &self,
@@ -602,14 +652,18 @@ impl<'a> Lexing<'a> {
         self.config_bodies[config as usize]
             .get_or_init(|| {
                 let too_big = |c: u32| matches!(self.config_bodies[c as usize].get(), Some(None));
-                BodyTable::canonical_of_runs(config, |c| self.config_runs(c), too_big).map(
-                    |(table, states)| {
-                        Arc::new(Body {
-                            table: self.trie.intern(table),
-                            states,
-                        })
-                    },
+                BodyTable::canonical_of_runs(
+                    config,
+                    |c| self.config_runs(c),
+                    too_big,
+                    SetBody::MAX_STATES,
                 )
+                .map(|(table, states)| {
+                    Arc::new(Body {
+                        table: self.trie.intern(table),
+                        states,
+                    })
+                })
             })
             .clone()
     }
@@ -671,14 +725,18 @@ impl<'a> Lexing<'a> {
             return None;
         }
         let too_big = |s: u32| matches!(self.bodies[s as usize].get(), Some(None));
-        BodyTable::canonical_of_runs(state, |s| self.lexeme_runs(s), too_big).map(
-            |(table, states)| {
-                Arc::new(Body {
-                    table: self.trie.intern(table),
-                    states,
-                })
-            },
+        BodyTable::canonical_of_runs(
+            state,
+            |s| self.lexeme_runs(s),
+            too_big,
+            BodyTable::MAX_STATES,
         )
+        .map(|(table, states)| {
+            Arc::new(Body {
+                table: self.trie.intern(table),
+                states,
+            })
+        })
     }
 
     /// Walks the subtree of trie node `root` for one thread `th` (after the node's
@@ -792,6 +850,155 @@ impl<'a> Lexing<'a> {
         Ok(sub)
     }
 
+    /// Walks the subtree of trie node `from` by a [`SetBody`] where one applies: the
+    /// threads are lexemes that started within the token, all on one word, and the
+    /// subtree is large enough to be worth it. `false`, with nothing added, otherwise.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_by_set_body(
+        &self,
+        from: usize,
+        threads: &[Thread],
+        trie: TrieRef<'_>,
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
+    ) -> Result<bool, TerminalDwaError> {
+        let Some(&Thread { word, .. }) = threads.first() else {
+            return Ok(false);
+        };
+        if (trie.nodes[from].subtree_size as usize) < SetBody::MIN_NODES
+            || !threads
+                .iter()
+                .all(|th| th.word == word && matches!(th.kind, Kind::Fresh | Kind::FreshIgnore))
+        {
+            return Ok(false);
+        }
+        let key: Vec<(Kind, u32)> = threads.iter().map(|th| (th.kind, th.state)).collect();
+        let Some(body) = self.set_body(&key) else {
+            return Ok(false);
+        };
+        let walk = self.trie.walk(from, &body.table);
+        if walk.truncated {
+            return Ok(false);
+        }
+        let outcome: Vec<(u32, FinalCheck)> = body.checks.iter().map(|&c| (word, c)).collect();
+        for &range in &walk.tokens {
+            classes.add(&outcome, range);
+        }
+        let mut next = Vec::new();
+        for &(node, before) in &walk.exits {
+            poll.tick()?;
+            next.clear();
+            let byte = trie.nodes[node as usize].byte;
+            for &(kind, state) in body.sets[before as usize].iter() {
+                self.step(Thread { word, kind, state }, byte, words, &mut next);
+            }
+            if next.is_empty() {
+                continue;
+            }
+            words.merge(&mut next);
+            if words.len() > max_states {
+                return Err(TerminalDwaLimitError { limit: max_states }.into());
+            }
+            self.walk(
+                node as usize,
+                &next,
+                trie,
+                words,
+                classes,
+                max_states,
+                poll,
+                scratch,
+            )?;
+        }
+        Ok(true)
+    }
+
+    /// The [`SetBody`] of lexemes `start` (sorted), once per grammar.
+    fn set_body(&self, start: &[(Kind, u32)]) -> Option<Arc<SetBody>> {
+        let lock = || self.set_bodies.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(body) = lock().get(start) {
+            return body.clone();
+        }
+        let made = self.make_set_body(start);
+        lock().insert(start.into(), made.clone());
+        made
+    }
+
+    /// [`Lexing::set_body`], worked out: the sets the lexemes step through while none
+    /// ends and the final checks stay those of `start`, breadth first, then their
+    /// canonical form; `None` past [`SetBody::MAX_STATES`] sets.
+    fn make_set_body(&self, start: &[(Kind, u32)]) -> Option<Arc<SetBody>> {
+        let t = &self.tables;
+        let checks_of = |set: &[(Kind, u32)]| -> Vec<FinalCheck> {
+            let mut checks: Vec<FinalCheck> = set
+                .iter()
+                .map(|&(kind, state)| {
+                    self.check_of(Thread {
+                        word: 0,
+                        kind,
+                        state,
+                    })
+                })
+                .collect();
+            checks.sort_unstable();
+            checks.dedup();
+            checks
+        };
+        let checks = checks_of(start);
+        let mut sets: Vec<LexemeSet> = vec![start.into()];
+        let mut ids: FxHashMap<LexemeSet, u32> = FxHashMap::default();
+        ids.insert(start.into(), 0);
+        let mut runs: Vec<ByteRuns> = Vec::new();
+        let mut next: Vec<(Kind, u32)> = Vec::new();
+        let mut codes = [0u32; 256];
+        while runs.len() < sets.len() {
+            if sets.len() > SetBody::MAX_STATES {
+                return None;
+            }
+            let set = sets[runs.len()].clone();
+            for b in 0..=255u8 {
+                codes[b as usize] = if set
+                    .iter()
+                    .any(|&(_, s)| t.may_end(t.dfa_term[s as usize], s, Some(b)))
+                {
+                    BodyTable::END
+                } else {
+                    next.clear();
+                    next.extend(set.iter().filter_map(|&(kind, s)| {
+                        let n = t.dfa_next(s, b);
+                        t.dfa_live(n).then_some((kind, n))
+                    }));
+                    next.sort_unstable();
+                    next.dedup();
+                    if next.is_empty() {
+                        BodyTable::DEAD
+                    } else if checks_of(&next) != checks {
+                        // A lexeme died: tokens ending past here have other checks,
+                        // so the caller steps the threads from here on.
+                        BodyTable::END
+                    } else {
+                        let fresh = sets.len() as u32;
+                        *ids.entry(next.as_slice().into()).or_insert_with(|| {
+                            sets.push(next.as_slice().into());
+                            fresh
+                        })
+                    }
+                };
+            }
+            runs.push(ByteRuns::of(|b| codes[b as usize]));
+        }
+        let (table, states) =
+            BodyTable::canonical_of_runs(0, |s| &runs[s as usize], |_| false, SetBody::MAX_STATES)?;
+        Some(Arc::new(SetBody {
+            table: self.trie.intern(table),
+            sets: states.iter().map(|&s| sets[s as usize].clone()).collect(),
+            checks: checks.into(),
+        }))
+    }
+
     /// Walks the subtree of trie node `from`, whose threads (after its byte) are
     /// `threads`: the tokens at `from` and below it, into `words` and `classes`.
     #[allow(clippy::too_many_arguments)]
@@ -806,44 +1013,133 @@ impl<'a> Lexing<'a> {
         poll: &mut Poll<'_>,
         scratch: &mut WalkScratch,
     ) -> Result<(), TerminalDwaError> {
-        // Depth-first over the flat token trie; levels[d] = threads d bytes below `from`
-        // (a level is written before it is read: its node's parent is the last node
-        // visited one level up).
-        let base = trie.nodes[from].depth as usize;
-        let WalkScratch { levels, outcome } = scratch;
-        if levels.is_empty() {
-            levels.push(Vec::new());
+        if self.walk_by_set_body(
+            from, threads, trie, words, classes, max_states, poll, scratch,
+        )? {
+            return Ok(());
         }
-        levels[0].clear();
-        levels[0].extend_from_slice(threads);
-        self.add_tokens(trie, from, &levels[0], classes, outcome);
-        let end = trie.subtree_end(from);
-        let mut i = from + 1;
+        let d = trie.nodes[from].depth as usize;
+        let WalkScratch { levels, outcome } = scratch;
+        if levels.len() <= d {
+            levels.resize_with(d + 1, Vec::new);
+        }
+        levels[d].clear();
+        levels[d].extend_from_slice(threads);
+        self.add_tokens(trie, from, &levels[d], classes, outcome);
+        self.walk_below(from, trie, words, classes, max_states, poll, scratch)
+    }
+
+    /// Walks the subtree below trie node `root`, whose threads are
+    /// `scratch.levels[depth]`: depth first over the flat token trie, where level `d`
+    /// holds the threads `d` bytes deep (a level is written before it is read: its
+    /// node's parent is the last node entered one level up). At a wide node only a
+    /// few of whose bytes go on, only those children are entered
+    /// ([`crate::wide_children::WideChildren::select`]), in the same order.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_below(
+        &self,
+        root: usize,
+        trie: TrieRef<'_>,
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
+    ) -> Result<(), TerminalDwaError> {
+        if let Some(children) = self.live_children(root, trie, scratch) {
+            for c in children {
+                if self.enter(c, trie, words, classes, max_states, poll, scratch)? {
+                    self.walk_below(c, trie, words, classes, max_states, poll, scratch)?;
+                }
+            }
+            return Ok(());
+        }
+        let end = trie.subtree_end(root);
+        let mut i = root + 1;
         while i < end {
-            poll.tick()?;
-            let node = &trie.nodes[i];
-            let d = node.depth as usize - base;
-            if levels.len() <= d {
-                levels.resize_with(d + 1, Vec::new);
-            }
-            let (before, after) = levels.split_at_mut(d);
-            let next = &mut after[0];
-            next.clear();
-            for &th in &before[d - 1] {
-                self.step(th, node.byte, words, next);
-            }
-            if next.is_empty() {
+            if !self.enter(i, trie, words, classes, max_states, poll, scratch)? {
                 i = trie.subtree_end(i);
-                continue;
+            } else if let Some(children) = self.live_children(i, trie, scratch) {
+                for c in children {
+                    if self.enter(c, trie, words, classes, max_states, poll, scratch)? {
+                        self.walk_below(c, trie, words, classes, max_states, poll, scratch)?;
+                    }
+                }
+                i = trie.subtree_end(i);
+            } else {
+                i += 1;
             }
-            words.merge(next);
-            if words.len() > max_states {
-                return Err(TerminalDwaLimitError { limit: max_states }.into());
-            }
-            self.add_tokens(trie, i, next, classes, outcome);
-            i += 1;
         }
         Ok(())
+    }
+
+    /// The children of wide trie node `node` its threads (`scratch.levels` at its
+    /// depth) can go on into, where they are few; `None` where every child is to be
+    /// stepped. Which bytes a thread can go on with is its lexeme state's byte runs: a
+    /// byte that is not [`BodyTable::DEAD`] there either goes on in the lexeme or ends
+    /// it (then lexemes starting with it may follow).
+    fn live_children<'s>(
+        &'s self,
+        node: usize,
+        trie: TrieRef<'_>,
+        scratch: &WalkScratch,
+    ) -> Option<impl Iterator<Item = usize> + 's> {
+        let wide = self.trie.wide_children();
+        if !wide.is_wide(node) {
+            return None;
+        }
+        let mut live: ByteSet = [0; 4];
+        for th in &scratch.levels[trie.nodes[node].depth as usize] {
+            if th.kind == Kind::Start {
+                return None;
+            }
+            let mut from = 0u8;
+            for &(last, code) in self.lexeme_runs(th.state).as_ref() {
+                if code != BodyTable::DEAD {
+                    insert_range(&mut live, from, last);
+                }
+                from = last.wrapping_add(1);
+            }
+        }
+        wide.select(node, &live)
+    }
+
+    /// Enters trie node `i`: steps its parent's threads (the level above) by its
+    /// byte into its level, and adds the tokens ending there. `false` if no thread
+    /// goes on (nothing below it can be valid).
+    #[allow(clippy::too_many_arguments)]
+    fn enter(
+        &self,
+        i: usize,
+        trie: TrieRef<'_>,
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
+    ) -> Result<bool, TerminalDwaError> {
+        poll.tick()?;
+        let node = &trie.nodes[i];
+        let d = node.depth as usize;
+        let WalkScratch { levels, outcome } = scratch;
+        if levels.len() <= d {
+            levels.resize_with(d + 1, Vec::new);
+        }
+        let (before, after) = levels.split_at_mut(d);
+        let next = &mut after[0];
+        next.clear();
+        for &th in &before[d - 1] {
+            self.step(th, node.byte, words, next);
+        }
+        if next.is_empty() {
+            return Ok(false);
+        }
+        words.merge(next);
+        if words.len() > max_states {
+            return Err(TerminalDwaLimitError { limit: max_states }.into());
+        }
+        self.add_tokens(trie, i, next, classes, outcome);
+        Ok(true)
     }
 
     /// Adds the tokens ending at a trie node whose threads are `threads` to the class of
@@ -861,32 +1157,33 @@ impl<'a> Lexing<'a> {
             return;
         }
         let tokens = (n.first_token, n.first_token + n.num_tokens);
-        let t = &self.tables;
         outcome.clear();
-        outcome.extend(threads.iter().map(|th| {
-            let limit = t.ignore_follow.get(th.state as usize).copied();
-            let check = match (th.kind, limit) {
-                (Kind::Group, _) => FinalCheck::Always,
-                (Kind::Fresh, _) => FinalCheck::Expect(t.dfa_term[th.state as usize]),
-                // Where greedy lexing limits what may follow an ignore lexeme,
-                // the limit is checked on every token that ends inside one,
-                // also one that began before the token (its followers shrink
-                // as it grows); elsewhere an ignore group at a boundary had a
-                // follower when it started and keeps it.
-                (Kind::GroupIgnore | Kind::FreshIgnore, Some(row))
-                    if row != stackmask_formats::parser::NO_FOLLOW_LIMIT =>
-                {
-                    FinalCheck::ExpectAny(row)
-                }
-                (Kind::GroupIgnore, _) => FinalCheck::Always,
-                (Kind::FreshIgnore, _) => FinalCheck::AnyExpected,
-                (Kind::Start, _) => unreachable!("a start thread always consumes a byte"),
-            };
-            (th.word, check)
-        }));
+        outcome.extend(threads.iter().map(|&th| (th.word, self.check_of(th))));
         outcome.sort_unstable();
         outcome.dedup();
         classes.add(outcome, tokens);
+    }
+
+    /// What must hold of the stack for a token that ends with thread `th` alive.
+    fn check_of(&self, th: Thread) -> FinalCheck {
+        let t = &self.tables;
+        let limit = t.ignore_follow.get(th.state as usize).copied();
+        match (th.kind, limit) {
+            (Kind::Group, _) => FinalCheck::Always,
+            (Kind::Fresh, _) => FinalCheck::Expect(t.dfa_term[th.state as usize]),
+            // Where greedy lexing limits what may follow an ignore lexeme, the limit
+            // is checked on every token that ends inside one, also one that began
+            // before the token (its followers shrink as it grows); elsewhere an
+            // ignore group at a boundary had a follower when it started and keeps it.
+            (Kind::GroupIgnore | Kind::FreshIgnore, Some(row))
+                if row != stackmask_formats::parser::NO_FOLLOW_LIMIT =>
+            {
+                FinalCheck::ExpectAny(row)
+            }
+            (Kind::GroupIgnore, _) => FinalCheck::Always,
+            (Kind::FreshIgnore, _) => FinalCheck::AnyExpected,
+            (Kind::Start, _) => unreachable!("a start thread always consumes a byte"),
+        }
     }
 
     /// One byte for one thread, as the GLR runtime lexes it.

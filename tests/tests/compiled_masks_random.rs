@@ -358,3 +358,50 @@ TAIL: /[ab]{0,7}"/
         assert!(checked > 100, "only {checked} masks compared");
     }
 }
+
+/// A chunked string's shape over a vocabulary large enough that, where a chunk ends
+/// inside a token, the rest of the token's subtree is walked as a set body (the
+/// chunk and the tail started together, stepped as one: `SetBody` in the compiler's
+/// `terminal_dwa`, tried below 128 trie nodes and more); and trie nodes with enough
+/// children that a walk inside a chunk enters only the live ones (`WideChildren`).
+/// Where two chunks were read only the tail may follow, so the final checks of a
+/// token that ends inside the set body matter. Masks against the reference at every
+/// step of random walks.
+#[test]
+fn chunks_ending_inside_long_tokens_match_the_reference() {
+    let source = r#"
+start: item ("," item)*
+item: NAME | "\"" CHUNK? CHUNK? TAIL | "," "\"" CHUNK* TAIL
+NAME: /'[ab]{1,20}'/
+CHUNK: /[ab]{8}/
+TAIL: /[abc]{0,7}"/
+"#;
+    let g = stackmask_compiler::frontend::parse_grammar(source, "chunks.lark")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = Rng(0x5e7_b0d1);
+    for case in 0..2 {
+        // Every string of up to 4 bytes over the alphabet (wide nodes: 7 children
+        // each, 7^4 tokens), and longer random ones, mostly chunk bytes.
+        let mut tokens: Vec<Vec<u8>> = strings(b"abc',\"", 4);
+        for _ in 0..2500 {
+            let len = 5 + rng.below(12);
+            tokens.push((0..len).map(|_| b"aaabbb\"c,"[rng.below(9)]).collect());
+        }
+        tokens.sort();
+        tokens.dedup();
+        let vocab = common::vocab_with_extras("chunks", tokens);
+        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
+        let checked = compare_walks(
+            &format!("chunks case {case}"),
+            &g,
+            &vocab,
+            &e,
+            &reference,
+            &mut rng,
+            b"abc'\",",
+            6,
+            40,
+        );
+        assert!(checked > 100, "only {checked} masks compared");
+    }
+}
