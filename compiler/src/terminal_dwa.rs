@@ -770,20 +770,50 @@ impl<'a> Lexing<'a> {
             classes.add(&[(th.word, check)], range);
         }
         let trie = self.trie.trie().view();
-        let mut next = Vec::new();
-        for &(node, before) in &walk.exits {
-            poll.tick()?;
-            next.clear();
+        let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
             let state = body.states[before as usize];
-            let byte = trie.nodes[node as usize].byte;
             match of {
-                BodyOf::Lexeme => self.step(Thread { state, ..th }, byte, words, &mut next),
+                BodyOf::Lexeme => self.step(Thread { state, ..th }, byte, words, next),
                 BodyOf::Config => {
                     for &g in self.tables.conf_elems(state) {
-                        self.step(Thread { state: g, ..th }, byte, words, &mut next);
+                        self.step(Thread { state: g, ..th }, byte, words, next);
                     }
                 }
             }
+        };
+        self.walk_exits(
+            &walk.exits,
+            trie,
+            step_at,
+            words,
+            classes,
+            max_states,
+            poll,
+            scratch,
+        )?;
+        Ok(true)
+    }
+
+    /// Goes on from a body walk's exits (trie nodes whose byte ends a lexeme, each with
+    /// the body's state before it): `step_at(before, byte, …)` steps the threads the
+    /// body stood for by the exit's byte, and the exit's subtree is walked from them.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_exits(
+        &self,
+        exits: &[(u32, u32)],
+        trie: TrieRef<'_>,
+        step_at: impl Fn(u32, u8, &mut WordDag, &mut Vec<Thread>),
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
+    ) -> Result<(), TerminalDwaError> {
+        let mut next = Vec::new();
+        for &(node, before) in exits {
+            poll.tick()?;
+            next.clear();
+            step_at(before, trie.nodes[node as usize].byte, words, &mut next);
             if next.is_empty() {
                 continue;
             }
@@ -802,7 +832,7 @@ impl<'a> Lexing<'a> {
                 scratch,
             )?;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// The subtree of trie node `from` walked from `threads` (all on the empty word),
@@ -887,32 +917,21 @@ impl<'a> Lexing<'a> {
         for &range in &walk.tokens {
             classes.add(&outcome, range);
         }
-        let mut next = Vec::new();
-        for &(node, before) in &walk.exits {
-            poll.tick()?;
-            next.clear();
-            let byte = trie.nodes[node as usize].byte;
+        let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
             for &(kind, state) in body.sets[before as usize].iter() {
-                self.step(Thread { word, kind, state }, byte, words, &mut next);
+                self.step(Thread { word, kind, state }, byte, words, next);
             }
-            if next.is_empty() {
-                continue;
-            }
-            words.merge(&mut next);
-            if words.len() > max_states {
-                return Err(TerminalDwaLimitError { limit: max_states }.into());
-            }
-            self.walk(
-                node as usize,
-                &next,
-                trie,
-                words,
-                classes,
-                max_states,
-                poll,
-                scratch,
-            )?;
-        }
+        };
+        self.walk_exits(
+            &walk.exits,
+            trie,
+            step_at,
+            words,
+            classes,
+            max_states,
+            poll,
+            scratch,
+        )?;
         Ok(true)
     }
 
