@@ -189,9 +189,11 @@ struct BoundaryDwa {
 /// checks, class tokens) and the LR states a head can be in. Boundaries inside a long
 /// lexeme mostly agree on all of it: a `date-time`'s 11,000 lexer states are 13,000
 /// boundaries with 1,000 different automata, where a token cannot tell the remembered
-/// hour and minute (checked only for a leap second) apart.
-#[derive(PartialEq, Eq, Hash)]
+/// hour and minute (checked only for a leap second) apart. Hashed once, when made,
+/// so that the shared map's lock is held for a lookup only.
+#[derive(PartialEq, Eq)]
 struct BoundaryKey {
+    hash: u64,
     succ: Vec<Vec<(u32, u32)>>,
     finals: Vec<Vec<(FinalCheck, ClassSet)>>,
     class_tokens: Vec<ClassTokens>,
@@ -200,12 +202,22 @@ struct BoundaryKey {
 
 impl BoundaryKey {
     fn new(tdwa: &TerminalDwa, heads: &[u32]) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (&tdwa.succ, &tdwa.finals, &tdwa.class_tokens, heads).hash(&mut h);
         BoundaryKey {
+            hash: h.finish(),
             succ: tdwa.succ.clone(),
             finals: tdwa.finals.clone(),
             class_tokens: tdwa.class_tokens.clone(),
             heads: heads.to_vec(),
         }
+    }
+}
+
+impl std::hash::Hash for BoundaryKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
     }
 }
 
@@ -426,10 +438,13 @@ pub fn build_parser_dwa(
             let heads = lexing.head_states(b);
             // Boundaries with the same Terminal DWA and heads have the same automaton:
             // the first builds it, the others (waiting if it is under way) share it.
+            // (Waiting blocks a rayon worker: sound because `Builder::build` starts no
+            // rayon work that the waiting worker could be asked to run.)
+            let key = BoundaryKey::new(&tdwa, &heads);
             let shared = same
                 .lock()
                 .expect("no builder panicked")
-                .entry(BoundaryKey::new(&tdwa, &heads))
+                .entry(key)
                 .or_default()
                 .clone();
             let r = shared

@@ -277,8 +277,9 @@ struct Body {
 
 /// The body of lexemes that started together within a token, all on one word (a
 /// chunked string's middle chunk and tail, after a chunk ends inside the token): they
-/// step as a set while none ends and none dies, so a token that ends inside has the
-/// same final checks in every state. Such a walk went on through most of the trie at
+/// step as a set while none ends and the set's final checks stay those it started
+/// with (a lexeme may die where another with the same check goes on), so a token that
+/// ends inside has the same final checks in every state. Such a walk went on through most of the trie at
 /// every exit of a chunked string's boundaries (3–6 ms a boundary); as a body it is
 /// walked once per vocabulary.
 struct SetBody {
@@ -293,8 +294,8 @@ struct SetBody {
 type LexemeSet = Box<[(Kind, u32)]>;
 
 impl SetBody {
-    /// Fewest trie nodes below a walk's root for a set body to be tried there: a
-    /// small subtree is cheaper to walk than to look up.
+    /// Fewest trie nodes in a walk's subtree (its root included) for a set body to be
+    /// tried there: a small subtree is cheaper to walk than to look up.
     const MIN_NODES: usize = 128;
     /// Most sets a set body steps through: a chunked string's chunk and tail in
     /// lockstep, a state per byte of each of 8 characters, are about 60; its walk
@@ -971,13 +972,17 @@ impl<'a> Lexing<'a> {
         let mut ids: FxHashMap<LexemeSet, u32> = FxHashMap::default();
         ids.insert(start.into(), 0);
         let mut runs: Vec<ByteRuns> = Vec::new();
+        // Per set: the fewest bytes that reach it (the canonical form's depth, so that
+        // a set it cuts is not explored: a counted lexeme's sets stop at the depth).
+        let mut depth: Vec<u32> = vec![0];
         let mut next: Vec<(Kind, u32)> = Vec::new();
         let mut codes = [0u32; 256];
         while runs.len() < sets.len() {
             if sets.len() > SetBody::MAX_STATES {
                 return None;
             }
-            let set = sets[runs.len()].clone();
+            let i = runs.len();
+            let set = sets[i].clone();
             for b in 0..=255u8 {
                 codes[b as usize] = if set
                     .iter()
@@ -995,15 +1000,21 @@ impl<'a> Lexing<'a> {
                     if next.is_empty() {
                         BodyTable::DEAD
                     } else if checks_of(&next) != checks {
-                        // A lexeme died: tokens ending past here have other checks,
-                        // so the caller steps the threads from here on.
+                        // A lexeme died (or an ignore lexeme's follow limit
+                        // changed): tokens ending past here have other checks, so
+                        // the caller steps the threads from here on.
                         BodyTable::END
+                    } else if let Some(&id) = ids.get(next.as_slice()) {
+                        id
+                    } else if depth[i] + 1 >= BodyTable::MAX_DEPTH {
+                        // Past the depth the canonical form keeps: it cuts here.
+                        BodyTable::CUT
                     } else {
                         let fresh = sets.len() as u32;
-                        *ids.entry(next.as_slice().into()).or_insert_with(|| {
-                            sets.push(next.as_slice().into());
-                            fresh
-                        })
+                        ids.insert(next.as_slice().into(), fresh);
+                        sets.push(next.as_slice().into());
+                        depth.push(depth[i] + 1);
+                        fresh
                     }
                 };
             }

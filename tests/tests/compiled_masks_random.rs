@@ -362,8 +362,9 @@ TAIL: /[ab]{0,7}"/
 /// A chunked string's shape over a vocabulary large enough that, where a chunk ends
 /// inside a token, the rest of the token's subtree is walked as a set body (the
 /// chunk and the tail started together, stepped as one: `SetBody` in the compiler's
-/// `terminal_dwa`, tried below 128 trie nodes and more); and trie nodes with enough
-/// children that a walk inside a chunk enters only the live ones (`WideChildren`).
+/// `terminal_dwa`, tried on subtrees of 128 trie nodes and more). (Trie nodes here
+/// have at most 6 children: the wide-node shortcut, `WideChildren`, needs 16 and is
+/// exercised by the real vocabularies of `compiled_matcher`.)
 /// Where two chunks were read only the tail may follow, so the final checks of a
 /// token that ends inside the set body matter. Masks against the reference at every
 /// step of random walks.
@@ -380,8 +381,8 @@ TAIL: /[abc]{0,7}"/
         .unwrap_or_else(|e| panic!("{e}"));
     let mut rng = Rng(0x5e7_b0d1);
     for case in 0..2 {
-        // Every string of up to 4 bytes over the alphabet (wide nodes: 7 children
-        // each, 7^4 tokens), and longer random ones, mostly chunk bytes.
+        // Every string of up to 4 bytes over the 6-byte alphabet (1,554 tokens), and
+        // longer random ones, mostly chunk bytes.
         let mut tokens: Vec<Vec<u8>> = strings(b"abc',\"", 4);
         for _ in 0..2500 {
             let len = 5 + rng.below(12);
