@@ -406,3 +406,52 @@ TAIL: /[abc]{0,7}"/
         assert!(checked > 100, "only {checked} masks compared");
     }
 }
+
+/// Narrow lexemes with many states (260 digits, then a letter: past the states a
+/// narrow lexeme's body is made for, so the plain walk runs) over a vocabulary whose
+/// trie nodes have many children (every 1- and 2-byte string over 23 bytes, and longer
+/// digit runs): inside such a lexeme the walk enters only the digit children of a wide
+/// node (`WideChildren` in the compiler's `wide_children`; a live-byte set one byte
+/// short per run fails here). Masks against the reference at every step of random
+/// walks.
+#[test]
+fn narrow_lexemes_under_wide_trie_nodes_match_the_reference() {
+    let source = r#"
+start: item ("," item)*
+item: LOW | HIGH | WORD
+LOW: /[0-5]{260}a/
+HIGH: /[3-9]{260}b/
+WORD: /[a-f]+/
+"#;
+    let g = stackmask_compiler::frontend::parse_grammar(source, "wide.lark")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = Rng(0x00d1_617e);
+    for case in 0..2 {
+        let alphabet = b"0123456789abcdefxyz,-:;";
+        let mut tokens: Vec<Vec<u8>> = strings(alphabet, 2);
+        for _ in 0..1500 {
+            let len = 3 + rng.below(5);
+            tokens.push(
+                (0..len)
+                    .map(|_| b"0123456789012345-:,ab"[rng.below(21)])
+                    .collect(),
+            );
+        }
+        tokens.sort();
+        tokens.dedup();
+        let vocab = common::vocab_with_extras("wide", tokens);
+        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
+        let checked = compare_walks(
+            &format!("wide case {case}"),
+            &g,
+            &vocab,
+            &e,
+            &reference,
+            &mut rng,
+            alphabet,
+            8,
+            40,
+        );
+        assert!(checked > 100, "only {checked} masks compared");
+    }
+}
