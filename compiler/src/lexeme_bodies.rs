@@ -252,8 +252,9 @@ impl BodyWalk {
 }
 
 /// A token trie with the lexeme bodies walked over it so far, and its wide nodes
-/// indexed: what every grammar compiled for one vocabulary shares. The walks are pure functions of the trie and a
-/// [`BodyTable`], so a grammar's Terminal DWAs do not depend on what is kept.
+/// indexed: what every grammar compiled for one vocabulary shares. The walks are pure
+/// functions of the trie and a [`BodyTable`], so a grammar's Terminal DWAs do not
+/// depend on what is kept.
 pub struct PreparedTrie {
     /// Shareable with the runtime's `SharedVocab` made from the same build.
     trie: Arc<TokenTrie>,

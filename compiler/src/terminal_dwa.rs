@@ -24,7 +24,7 @@
 //! nodes a narrow lexeme enters only its live children ([`crate::wide_children`]).
 
 use crate::budget::{BudgetError, Poll};
-use crate::lexeme_bodies::{BodyTable, ByteRuns, Interned, PreparedTrie};
+use crate::lexeme_bodies::{BodyTable, BodyWalk, ByteRuns, Interned, PreparedTrie};
 use crate::wide_children::{insert_range, ByteSet};
 use rustc_hash::FxHashMap;
 use stackmask_formats::{TablesRef, TrieRef};
@@ -279,9 +279,9 @@ struct Body {
 /// chunked string's middle chunk and tail, after a chunk ends inside the token): they
 /// step as a set while none ends and the set's final checks stay those it started
 /// with (a lexeme may die where another with the same check goes on), so a token that
-/// ends inside has the same final checks in every state. Such a walk went on through most of the trie at
-/// every exit of a chunked string's boundaries (3–6 ms a boundary); as a body it is
-/// walked once per vocabulary.
+/// ends inside has the same final checks in every state. Such a walk went on through
+/// most of the trie at every exit of a chunked string's boundaries (3–6 ms a
+/// boundary); as a body it is walked once per vocabulary.
 struct SetBody {
     table: Interned,
     /// Per canonical state: the lexemes in progress.
@@ -653,18 +653,12 @@ impl<'a> Lexing<'a> {
         self.config_bodies[config as usize]
             .get_or_init(|| {
                 let too_big = |c: u32| matches!(self.config_bodies[c as usize].get(), Some(None));
-                BodyTable::canonical_of_runs(
+                self.intern_body(BodyTable::canonical_of_runs(
                     config,
                     |c| self.config_runs(c),
                     too_big,
                     SetBody::MAX_STATES,
-                )
-                .map(|(table, states)| {
-                    Arc::new(Body {
-                        table: self.trie.intern(table),
-                        states,
-                    })
-                })
+                ))
             })
             .clone()
     }
@@ -726,13 +720,17 @@ impl<'a> Lexing<'a> {
             return None;
         }
         let too_big = |s: u32| matches!(self.bodies[s as usize].get(), Some(None));
-        BodyTable::canonical_of_runs(
+        self.intern_body(BodyTable::canonical_of_runs(
             state,
             |s| self.lexeme_runs(s),
             too_big,
             BodyTable::MAX_STATES,
-        )
-        .map(|(table, states)| {
+        ))
+    }
+
+    /// A canonical form as a [`Body`], its table interned in the vocabulary's store.
+    fn intern_body(&self, canonical: Option<(BodyTable, Vec<u32>)>) -> Option<Arc<Body>> {
+        canonical.map(|(table, states)| {
             Arc::new(Body {
                 table: self.trie.intern(table),
                 states,
@@ -767,9 +765,6 @@ impl<'a> Lexing<'a> {
             Kind::Fresh => FinalCheck::Expect(self.tables.dfa_term[th.state as usize]),
             _ => FinalCheck::Always,
         };
-        for &range in &walk.tokens {
-            classes.add(&[(th.word, check)], range);
-        }
         let trie = self.trie.trie().view();
         let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
             let state = body.states[before as usize];
@@ -782,26 +777,23 @@ impl<'a> Lexing<'a> {
                 }
             }
         };
-        self.walk_exits(
-            &walk.exits,
-            trie,
-            step_at,
-            words,
-            classes,
-            max_states,
-            poll,
-            scratch,
+        let outcome = [(th.word, check)];
+        self.walk_from_body(
+            &walk, &outcome, trie, step_at, words, classes, max_states, poll, scratch,
         )?;
         Ok(true)
     }
 
-    /// Goes on from a body walk's exits (trie nodes whose byte ends a lexeme, each with
-    /// the body's state before it): `step_at(before, byte, …)` steps the threads the
-    /// body stood for by the exit's byte, and the exit's subtree is walked from them.
+    /// Adds a body walk to the boundary's: its tokens with `outcome` (the words and
+    /// checks of a token that ends inside the body), then on from its exits (trie nodes
+    /// whose byte ends a lexeme, each with the body's state before it), where
+    /// `step_at(before, byte, …)` steps the threads the body stood for by the exit's
+    /// byte and the exit's subtree is walked from them.
     #[allow(clippy::too_many_arguments)]
-    fn walk_exits(
+    fn walk_from_body(
         &self,
-        exits: &[(u32, u32)],
+        walk: &BodyWalk,
+        outcome: &[(u32, FinalCheck)],
         trie: TrieRef<'_>,
         step_at: impl Fn(u32, u8, &mut WordDag, &mut Vec<Thread>),
         words: &mut WordDag,
@@ -810,8 +802,11 @@ impl<'a> Lexing<'a> {
         poll: &mut Poll<'_>,
         scratch: &mut WalkScratch,
     ) -> Result<(), TerminalDwaError> {
+        for &range in &walk.tokens {
+            classes.add(outcome, range);
+        }
         let mut next = Vec::new();
-        for &(node, before) in exits {
+        for &(node, before) in &walk.exits {
             poll.tick()?;
             next.clear();
             step_at(before, trie.nodes[node as usize].byte, words, &mut next);
@@ -915,23 +910,13 @@ impl<'a> Lexing<'a> {
             return Ok(false);
         }
         let outcome: Vec<(u32, FinalCheck)> = body.checks.iter().map(|&c| (word, c)).collect();
-        for &range in &walk.tokens {
-            classes.add(&outcome, range);
-        }
         let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
             for &(kind, state) in body.sets[before as usize].iter() {
                 self.step(Thread { word, kind, state }, byte, words, next);
             }
         };
-        self.walk_exits(
-            &walk.exits,
-            trie,
-            step_at,
-            words,
-            classes,
-            max_states,
-            poll,
-            scratch,
+        self.walk_from_body(
+            &walk, &outcome, trie, step_at, words, classes, max_states, poll, scratch,
         )?;
         Ok(true)
     }
@@ -1076,31 +1061,46 @@ impl<'a> Lexing<'a> {
         poll: &mut Poll<'_>,
         scratch: &mut WalkScratch,
     ) -> Result<(), TerminalDwaError> {
-        if let Some(children) = self.live_children(root, trie, scratch) {
-            for c in children {
-                if self.enter(c, trie, words, classes, max_states, poll, scratch)? {
-                    self.walk_below(c, trie, words, classes, max_states, poll, scratch)?;
-                }
-            }
+        if self.walk_live_children(root, trie, words, classes, max_states, poll, scratch)? {
             return Ok(());
         }
         let end = trie.subtree_end(root);
         let mut i = root + 1;
         while i < end {
-            if !self.enter(i, trie, words, classes, max_states, poll, scratch)? {
-                i = trie.subtree_end(i);
-            } else if let Some(children) = self.live_children(i, trie, scratch) {
-                for c in children {
-                    if self.enter(c, trie, words, classes, max_states, poll, scratch)? {
-                        self.walk_below(c, trie, words, classes, max_states, poll, scratch)?;
-                    }
-                }
+            if !self.enter(i, trie, words, classes, max_states, poll, scratch)?
+                || self.walk_live_children(i, trie, words, classes, max_states, poll, scratch)?
+            {
                 i = trie.subtree_end(i);
             } else {
                 i += 1;
             }
         }
         Ok(())
+    }
+
+    /// At a wide node `node` only a few of whose children its threads can go on into
+    /// ([`Lexing::live_children`]), walks those children's subtrees: `true`. Otherwise
+    /// `false`, with nothing walked.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_live_children(
+        &self,
+        node: usize,
+        trie: TrieRef<'_>,
+        words: &mut WordDag,
+        classes: &mut ClassInterner,
+        max_states: usize,
+        poll: &mut Poll<'_>,
+        scratch: &mut WalkScratch,
+    ) -> Result<bool, TerminalDwaError> {
+        let Some(children) = self.live_children(node, trie, scratch) else {
+            return Ok(false);
+        };
+        for c in children {
+            if self.enter(c, trie, words, classes, max_states, poll, scratch)? {
+                self.walk_below(c, trie, words, classes, max_states, poll, scratch)?;
+            }
+        }
+        Ok(true)
     }
 
     /// The children of wide trie node `node` its threads (`scratch.levels` at its
