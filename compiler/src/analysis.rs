@@ -243,6 +243,7 @@ mod tests {
                     lazy: false,
                     priority: 0,
                     defined_at: None,
+                    difference: None,
                 })
                 .collect(),
             nonterminals: (0..nonterminals)

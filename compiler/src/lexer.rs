@@ -17,7 +17,7 @@ use regex_automata::util::start;
 use regex_automata::{util::syntax, Anchored, MatchKind};
 use rustc_hash::FxHashMap;
 use stackmask_formats::dfa::ReverseEdges;
-use stackmask_formats::{ByteDfa, Grammar, Location};
+use stackmask_formats::{ByteDfa, Difference, Grammar, Location};
 use std::convert::Infallible;
 
 /// Limit on the heap regex-automata may use to build one terminal's Thompson NFA (its
@@ -147,6 +147,21 @@ fn compile_terminal_with<E>(
     states_limit: (&'static str, usize),
     poll: &mut dyn FnMut() -> Result<(), E>,
 ) -> Result<Result<ByteDfa, LexerErrorKind>, E> {
+    compile_difference_with(regex, None, limits, max_states, states_limit, poll)
+}
+
+/// [`compile_terminal_with`] for a terminal that may come with its language as a
+/// [`Difference`] (which must be `regex`'s language): then built by
+/// [`build_difference`], unless its base fails to build, when `regex` is determinized
+/// as usual (and fails with its own error).
+fn compile_difference_with<E>(
+    regex: &str,
+    difference: Option<&Difference>,
+    limits: &LexerLimits,
+    max_states: usize,
+    states_limit: (&'static str, usize),
+    poll: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<Result<ByteDfa, LexerErrorKind>, E> {
     let key = (regex.to_string(), *limits);
     if let Some((reachable, dfa)) = TerminalCache::get(&key) {
         // The same test the build below makes on its reachable states.
@@ -156,7 +171,16 @@ fn compile_terminal_with<E>(
         return Ok(Ok(dfa));
     }
     let started = std::time::Instant::now();
-    let built = build_terminal(regex, limits, max_states, states_limit, poll)?;
+    let base = match difference {
+        Some(d) => {
+            compile_difference_with(&d.base, None, limits, max_states, states_limit, poll)?.ok()
+        }
+        None => None,
+    };
+    let built = match (base, difference) {
+        (Some(base), Some(d)) => build_difference(&base, &d.words, max_states, states_limit, poll)?,
+        _ => build_terminal(regex, limits, max_states, states_limit, poll)?,
+    };
     Ok(built.map(|(reachable, dfa)| {
         if reachable >= TerminalCache::MIN_STATES || started.elapsed() >= TerminalCache::MIN_TIME {
             TerminalCache::put(key, reachable, &dfa);
@@ -336,6 +360,98 @@ fn build_terminal<E>(
     Ok(Ok((reachable, fold_dead_states(trans, &accepting, start))))
 }
 
+/// Builds the table of `base`'s language minus `words` (a [`Difference`]): the states
+/// are pairs of a `base` state and a node of the words' trie (or "off the trie"), walked
+/// breadth first from the two starts and then minimized. Few pairs are reachable: one
+/// per trie node, plus one per `base` state off the trie. Returns the number of pairs,
+/// which the state limit is checked on as [`build_terminal`] checks its lazy DFA's.
+fn build_difference<E>(
+    base: &ByteDfa,
+    words: &[Vec<u8>],
+    max_states: usize,
+    states_limit: (&'static str, usize),
+    poll: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<Result<(usize, ByteDfa), LexerErrorKind>, E> {
+    /// The words' trie: per node, its children by byte and whether a word ends there.
+    struct Node {
+        children: Vec<(u8, u32)>,
+        word: bool,
+    }
+    const OFF: u32 = u32::MAX;
+    let mut trie = vec![Node {
+        children: Vec::new(),
+        word: false,
+    }];
+    for w in words {
+        let mut at = 0usize;
+        for &b in w {
+            at = match trie[at].children.iter().find(|c| c.0 == b) {
+                Some(&(_, to)) => to as usize,
+                None => {
+                    let to = trie.len();
+                    trie[at].children.push((b, to as u32));
+                    trie.push(Node {
+                        children: Vec::new(),
+                        word: false,
+                    });
+                    to
+                }
+            };
+        }
+        trie[at].word = true;
+    }
+    // Table index 0 is reserved for DEAD, as in `build_terminal`.
+    let start = (base.start, 0u32);
+    let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    let mut order = vec![start];
+    index.insert(start, 1);
+    let accepts = |(b, t): (u32, u32)| base.is_accepting(b) && (t == OFF || !trie[t as usize].word);
+    let mut trans: Vec<u32> = vec![0; 256 * 2];
+    let mut accepting = vec![false, accepts(start)];
+    let mut i = 0;
+    while i < order.len() {
+        if i % POLL_EVERY_STATES == 0 {
+            poll()?;
+        }
+        let (b, t) = order[i];
+        for byte in 0..=255u8 {
+            let nb = base.next(b, byte);
+            if !base.is_live(nb) {
+                continue;
+            }
+            let nt = if t == OFF {
+                OFF
+            } else {
+                let children = &trie[t as usize].children;
+                children.iter().find(|c| c.0 == byte).map_or(OFF, |c| c.1)
+            };
+            let next = (nb, nt);
+            let target = match index.get(&next) {
+                Some(&k) => k,
+                None => {
+                    let k = order.len() as u32 + 1;
+                    if k as usize >= max_states {
+                        return Ok(Err(over_state_limit(states_limit)));
+                    }
+                    index.insert(next, k);
+                    order.push(next);
+                    trans.extend_from_slice(&[0; 256]);
+                    accepting.push(accepts(next));
+                    k
+                }
+            };
+            trans[(i + 1) * 256 + byte as usize] = target;
+        }
+        i += 1;
+    }
+    if accepting[1] {
+        return Ok(Err(LexerErrorKind::EmptyMatch));
+    }
+    let reachable = order.len();
+    let (trans, accepting, start) = crate::dfa_minimize::minimize(&trans, &accepting, 1);
+    Ok(Ok((reachable, fold_dead_states(trans, &accepting, start))))
+}
+
 /// Computes liveness (can reach an accepting state) and redirects every transition
 /// into a non-live state to DEAD, so that "live" is "not DEAD".
 fn fold_dead_states(mut trans: Vec<u32>, accepting: &[bool], start: u32) -> ByteDfa {
@@ -471,15 +587,20 @@ fn compile_lexer_polled<E: From<LexerError>>(
                 (PER_TERMINAL, limits.terminal_states),
             )
         };
-        let dfa =
-            compile_terminal_with(&t.regex, limits, max_states, named, poll)?.map_err(|kind| {
-                LexerError {
-                    source_name: grammar.source_name.clone(),
-                    location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
-                    terminal: t.name.clone(),
-                    kind,
-                }
-            })?;
+        let dfa = compile_difference_with(
+            &t.regex,
+            t.difference.as_ref(),
+            limits,
+            max_states,
+            named,
+            poll,
+        )?
+        .map_err(|kind| LexerError {
+            source_name: grammar.source_name.clone(),
+            location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
+            terminal: t.name.clone(),
+            kind,
+        })?;
         used += dfa.num_states();
         out.push(dfa);
     }
@@ -704,6 +825,7 @@ mod tests {
                         line: i as u32 + 1,
                         col: 1,
                     }),
+                    difference: None,
                 })
                 .collect(),
             nonterminals: vec![],
@@ -785,5 +907,111 @@ mod tests {
         let d = compile_terminal("(?i:select)").unwrap();
         assert!(accepts(&d, b"SeLeCt"));
         assert!(!d.extends(d.run(b"select"), b'x'));
+    }
+
+    /// Whether two tables accept the same language: a search of their product for a
+    /// pair where one accepts and the other does not.
+    fn same_language(a: &ByteDfa, b: &ByteDfa) -> bool {
+        let start = (a.start, b.start);
+        let mut seen = std::collections::HashSet::from([start]);
+        let mut todo = vec![start];
+        while let Some((x, y)) = todo.pop() {
+            if a.is_accepting(x) != b.is_accepting(y) || a.is_live(x) != b.is_live(y) {
+                return false;
+            }
+            for byte in 0..=255u8 {
+                let next = (a.next(x, byte), b.next(y, byte));
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        true
+    }
+
+    /// A property-name terminal built as a difference (the string terminal minus the
+    /// keys' texts) has the table its regex (an alternation over the keys' trie) has:
+    /// random key sets with quotes, backslashes, multi-byte characters, keys that are
+    /// prefixes of others and the empty key, over every character and over `[a-c"]`.
+    #[test]
+    fn differences_build_the_automaton_of_their_regex() {
+        use crate::frontend::json_schema::string_lang::{
+            every_char, none_of_difference, none_of_within, string_terminal,
+        };
+        use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange};
+        let chars = ['a', 'b', 'c', '"', '\\', 'é', '😀'];
+        let abc = ClassUnicode::new([
+            ClassUnicodeRange::new('a', 'c'),
+            ClassUnicodeRange::new('"', '"'),
+        ]);
+        let mut rng = crate::test_rng::XorShift(0x6469_6666);
+        let limits = LexerLimits::default();
+        let per_terminal = (PER_TERMINAL, limits.terminal_states);
+        for case in 0..60 {
+            let keys: Vec<String> = (0..rng.below(12))
+                .map(|_| {
+                    (0..rng.below(5))
+                        .map(|_| chars[rng.below(chars.len() as u64) as usize])
+                        .collect()
+                })
+                .collect();
+            let alphabet = if case % 3 == 2 {
+                abc.clone()
+            } else {
+                every_char()
+            };
+            let regex = string_terminal(&none_of_within(&keys, &alphabet)).unwrap();
+            let d = none_of_difference(&keys, &alphabet).expect("no control characters");
+            let by_regex = without_budget(|poll| {
+                build_terminal(&regex, &limits, limits.terminal_states, per_terminal, poll)
+            })
+            .unwrap()
+            .1;
+            let base = compile_terminal(&d.base).unwrap();
+            let by_difference = without_budget(|poll| {
+                build_difference(&base, &d.words, limits.terminal_states, per_terminal, poll)
+            })
+            .unwrap()
+            .1;
+            assert!(
+                same_language(&by_regex, &by_difference),
+                "keys {keys:?}, alphabet {alphabet:?}"
+            );
+            assert_eq!(
+                by_regex.num_states(),
+                by_difference.num_states(),
+                "both minimal"
+            );
+        }
+        // A control character has several spellings: no difference.
+        assert!(none_of_difference(&["a\n".to_string()], &every_char()).is_none());
+    }
+
+    /// The lexer takes a terminal's difference when it has one, and its state limit
+    /// still holds.
+    #[test]
+    fn a_terminal_with_a_difference_is_built_from_it_within_the_state_limit() {
+        use crate::frontend::json_schema::string_lang::{
+            every_char, none_of, none_of_difference, string_terminal,
+        };
+        let keys: Vec<String> = (0..300).map(|i| format!("key{i}")).collect();
+        let mut g = grammar_of(&[&string_terminal(&none_of(&keys)).unwrap()]);
+        g.terminals[0].difference = none_of_difference(&keys, &every_char());
+        let d = &compile_lexer(&g).unwrap()[0];
+        assert!(accepts(d, b"\"key300\"") && accepts(d, b"\"ke\""));
+        assert!(!accepts(d, b"\"key299\"") && !accepts(d, b"\"key0\""));
+        assert!(!accepts(d, b"\"key\\\""));
+        let limits = LexerLimits {
+            terminal_states: 500,
+            ..LexerLimits::default()
+        };
+        let e = compile_lexer_with(&g, &limits).unwrap_err();
+        assert_eq!(
+            e.kind,
+            LexerErrorKind::SizeLimit {
+                what: PER_TERMINAL,
+                limit: 500
+            }
+        );
     }
 }

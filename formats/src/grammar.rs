@@ -37,6 +37,23 @@ pub struct Terminal {
     pub priority: i32,
     /// Where the terminal was defined (first use, for anonymous literals).
     pub defined_at: Option<Location>,
+    /// `regex`'s language as a difference, when the front end that wrote `regex`
+    /// knows it: a shortcut to the same automaton, never a change of language.
+    pub difference: Option<Difference>,
+}
+
+/// A terminal's language as a regular language minus finitely many words: JSON
+/// object keys other than the declared ones are the JSON string terminal minus the
+/// declared keys' texts. As a regex that is a complement-shaped alternation over the
+/// keys' trie, whose determinization took milliseconds per terminal; as a difference,
+/// the lexer builds `base` once (it is the same in schema after schema) and walks its
+/// automaton beside the words' trie.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Difference {
+    /// The regular language (Rust `regex` syntax, as [`Terminal::regex`]).
+    pub base: String,
+    /// The words taken out of it.
+    pub words: Vec<Vec<u8>>,
 }
 
 /// A nonterminal (a rule name after normalization; generated helpers get `__` names).

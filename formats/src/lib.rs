@@ -23,7 +23,7 @@ pub mod vocab;
 
 pub use dfa::ByteDfa;
 pub use grammar::{
-    Grammar, Location, Nonterminal, NonterminalId, Rule, Symbol, Terminal, TerminalId,
+    Difference, Grammar, Location, Nonterminal, NonterminalId, Rule, Symbol, Terminal, TerminalId,
 };
 pub use lr::{Action, LrTables};
 pub use parser::{ParserTables, TablesRef};

@@ -452,6 +452,7 @@ mod tests {
                 lazy: false,
                 priority: 0,
                 defined_at: None,
+                difference: None,
             }],
             nonterminals: vec![Nonterminal { name: "s".into() }],
             rules: vec![

@@ -1278,6 +1278,7 @@ impl<'a> Normalizer<'a> {
                 lazy: e.lazy,
                 priority: e.priority.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
                 defined_at: Some(index.location(e.pos)),
+                difference: None,
             });
         }
         let mut rules = Vec::new();

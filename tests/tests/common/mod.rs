@@ -334,6 +334,7 @@ pub fn random_grammar(rng: &mut Rng, shape: &GrammarShape) -> Grammar {
         lazy,
         priority: 0,
         defined_at: None,
+        difference: None,
     };
     let mut terminals: Vec<Terminal> = (0..nterm)
         .map(|i| {

@@ -18,7 +18,7 @@ use super::{
 };
 use regex_syntax::hir::Hir;
 use serde_json::{json, Map, Value};
-use stackmask_formats::{Grammar, Nonterminal, Rule, Symbol, Terminal};
+use stackmask_formats::{Difference, Grammar, Nonterminal, Rule, Symbol, Terminal};
 use std::collections::HashMap;
 
 type R<T> = Result<T, SchemaIssue>;
@@ -170,6 +170,7 @@ impl<'a> Generator<'a> {
             lazy: false,
             priority: 0,
             defined_at: None,
+            difference: None,
         });
         let t = self.terminals.len() as u32 - 1;
         self.term_by_regex.insert(regex.to_string(), t);
@@ -1629,7 +1630,9 @@ impl<'a> Generator<'a> {
             slots = kept;
         }
         // Members after the declared ones.
-        let mut extras: Vec<(Hir, Value, String)> = Vec::new();
+        // Each with its names' language as a difference, where it is one (the lexer's
+        // shortcut: `Difference`).
+        let mut extras: Vec<(Hir, Value, String, Option<Difference>)> = Vec::new();
         let trivial = |v: &Value| v == &json!(true) || v == &json!({});
         let additional_false = additional.as_ref() == Some(&json!(false));
         let patterns_matter = patterns.iter().any(|(_, s)| !trivial(s));
@@ -1654,11 +1657,12 @@ impl<'a> Generator<'a> {
             .filter(|_| declared.iter().all(|k| pattern_res[0].0.is_match(k)));
         if let (false, Some(c)) = (universal, star) {
             let inside = string_lang::none_of_within(&declared, &c);
-            extras.push((inside, patterns[0].1.clone(), pp.clone()));
+            let difference = string_lang::none_of_difference(&declared, &c);
+            extras.push((inside, patterns[0].1.clone(), pp.clone(), difference));
             let v = additional.clone().unwrap_or(json!(true));
             let outside = string_lang::outside_class_star(&c);
             if outside.properties().minimum_len().is_some() {
-                extras.push((outside, v, child(ptr, "additionalProperties")));
+                extras.push((outside, v, child(ptr, "additionalProperties"), None));
             }
         } else if universal {
             let schemas: Vec<Value> = patterns
@@ -1670,6 +1674,7 @@ impl<'a> Generator<'a> {
                 string_lang::none_of(&declared),
                 json!({ "allOf": schemas }),
                 pp.clone(),
+                string_lang::none_of_difference(&declared, &string_lang::every_char()),
             ));
         } else if !patterns.is_empty() && (additional_false || patterns_matter) {
             if !additional_false {
@@ -1712,19 +1717,25 @@ impl<'a> Generator<'a> {
                     }
                 }
                 if h.properties().minimum_len().is_some() {
-                    extras.push((h, s.clone(), child(&pp, p)));
+                    extras.push((h, s.clone(), child(&pp, p), None));
                 }
             }
             if !additional_false {
                 // Lenient (strict stopped above): other names with the additional
                 // schema too, so the grammar stays a superset.
                 let keys = string_lang::none_of(&declared);
+                let difference =
+                    string_lang::none_of_difference(&declared, &string_lang::every_char());
                 let v = additional.clone().unwrap_or(json!(true));
-                extras.push((keys, v, child(ptr, "additionalProperties")));
+                extras.push((keys, v, child(ptr, "additionalProperties"), difference));
             }
         } else if !additional_false {
             let mut keys = string_lang::none_of(&declared);
+            let mut difference =
+                string_lang::none_of_difference(&declared, &string_lang::every_char());
             if let Some(n) = &names {
+                // `keys` is replaced below (or the names refused).
+                difference = None;
                 let np = child(ptr, "propertyNames");
                 if !declared.is_empty() {
                     self.diags.unsupported(
@@ -1758,12 +1769,17 @@ impl<'a> Generator<'a> {
                 }
             }
             let ap = child(ptr, "additionalProperties");
-            extras.push((keys, additional.clone().unwrap_or(json!(true)), ap));
+            extras.push((
+                keys,
+                additional.clone().unwrap_or(json!(true)),
+                ap,
+                difference,
+            ));
         }
         // Names no string can be (`propertyNames` that allow none) are no member: no
         // terminal whose language is empty (the lexer refuses those in Lark text, where a
         // `%json` block's terminals end up).
-        extras.retain(|(h, _, _)| h.properties().minimum_len().is_some());
+        extras.retain(|(h, ..)| h.properties().minimum_len().is_some());
         let n_req = slots.iter().filter(|s| s.2).count() as u64;
         let mut min = count(m, "minProperties", ptr)?.unwrap_or(0);
         let mut max = count(m, "maxProperties", ptr)?;
@@ -1788,10 +1804,14 @@ impl<'a> Generator<'a> {
             slot_syms.push((key, v, *req));
         }
         let mut extra_syms = Vec::new();
-        for (h, s, p) in &extras {
+        for (h, s, p, difference) in &extras {
             let re = string_lang::string_terminal(h)
                 .map_err(|e| issue(p, Some("patternProperties"), e))?;
-            let key = Symbol::Terminal(self.term(&format!("property name at {p}"), &re));
+            let key = self.term(&format!("property name at {p}"), &re);
+            if let Some(d) = difference {
+                self.terminals[key as usize].difference = Some(d.clone());
+            }
+            let key = Symbol::Terminal(key);
             let v = self.value_nt(s, p)?;
             extra_syms.push((key, v));
         }
@@ -2309,6 +2329,7 @@ fn empty_language(source_name: &str) -> Grammar {
             lazy: false,
             priority: 0,
             defined_at: None,
+            difference: None,
         }],
         nonterminals: vec![Nonterminal {
             name: "start".into(),

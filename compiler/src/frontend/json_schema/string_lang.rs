@@ -13,13 +13,16 @@
 //! the language.
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+use stackmask_formats::Difference;
 
 /// Every Unicode scalar value.
 pub fn any_char() -> Hir {
-    Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
-        '\0',
-        '\u{10FFFF}',
-    )])))
+    Hir::class(Class::Unicode(every_char()))
+}
+
+/// Every Unicode scalar value, as a class.
+pub fn every_char() -> ClassUnicode {
+    ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')])
 }
 
 /// `sub{min,max}` (greedy; the language is all that matters).
@@ -457,10 +460,22 @@ pub fn finite_strings(h: &Hir, limit: usize) -> Option<Vec<String>> {
 
 /// Every string except the given ones (a finite set of JSON object keys, say).
 pub fn none_of(words: &[String]) -> Hir {
-    none_of_within(
-        words,
-        &ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]),
-    )
+    none_of_within(words, &every_char())
+}
+
+/// The language of [`string_terminal`]`(`[`none_of_within`]`(words, alphabet))` as a
+/// [`Difference`]: the string terminal of `alphabet*` minus the words' JSON texts. `None`
+/// where a word has a control character: those have several spellings (`\n`,
+/// `\u000a`, `\u000A`), so a word is not one text.
+pub fn none_of_difference(words: &[String], alphabet: &ClassUnicode) -> Option<Difference> {
+    if words.iter().flat_map(|w| w.chars()).any(|c| c < '\u{20}') {
+        return None;
+    }
+    let all = repeat(Hir::class(Class::Unicode(alphabet.clone())), 0, None);
+    Some(Difference {
+        base: string_terminal(&all).ok()?,
+        words: words.iter().map(|w| literal_text(w).into_bytes()).collect(),
+    })
 }
 
 /// Every string of characters in the class `alphabet` except the given words.
