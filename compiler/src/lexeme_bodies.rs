@@ -23,9 +23,15 @@ use stackmask_formats::{TokenTrie, TrieRef};
 use std::sync::{Arc, Mutex};
 
 /// The automaton of one lexeme from one state, in canonical form: state 0 is the start,
-/// states are numbered in breadth-first order over the bytes, and row `s` (256 entries)
-/// says per byte [`BodyTable::END`], [`BodyTable::DEAD`], [`BodyTable::CUT`] or the next
-/// state.
+/// states are numbered in breadth-first order over the bytes, and row `s` says per byte
+/// [`BodyTable::END`], [`BodyTable::DEAD`], [`BodyTable::CUT`] or the next state.
+///
+/// Rows are kept as maximal runs of bytes with one code (as [`ByteRuns`]), one row
+/// after the other: a form is made at every boundary of every grammar and interned, and
+/// most are found already kept, so they are hashed and compared far more often than
+/// walked; a name's rest with a JSON string after it is 40 states, 40 KB as 256 codes
+/// a state, a few hundred bytes as runs. The walk steps the full table
+/// ([`BodyTable::steps`]), expanded once per table kept.
 ///
 /// Only the first [`BodyTable::MAX_DEPTH`] bytes are kept: a state first reached after
 /// that many is [`BodyTable::CUT`]. Tokens are short, so this rarely loses anything, and
@@ -35,7 +41,10 @@ use std::sync::{Arc, Mutex};
 /// one shared walk). A walk that reaches a cut says so ([`BodyWalk::truncated`]) and
 /// the caller walks that subtree itself.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct BodyTable(pub Box<[u32]>);
+pub struct BodyTable {
+    /// Every row's runs `(last, code)`, in state order; a row's last run ends at 255.
+    runs: Box<[(u8, u32)]>,
+}
 
 impl BodyTable {
     /// The byte ends the lexeme (it may end before the byte, and greedy lexing ends it).
@@ -95,12 +104,13 @@ impl BodyTable {
         let mut depth = vec![0u32];
         let mut index: FxHashMap<u32, u32> = FxHashMap::default();
         index.insert(start, 0);
-        let mut table = Vec::new();
+        let mut table: Vec<(u8, u32)> = Vec::new();
         let mut i = 0;
         while i < states.len() {
             let s = states[i];
             let row = runs(s);
-            for (len, next) in run_lengths(row.as_ref()) {
+            let row_start = table.len();
+            for &(last, next) in row.as_ref() {
                 let code = match next {
                     Self::END | Self::DEAD => next,
                     next if depth[i] + 1 >= Self::MAX_DEPTH && !index.contains_key(&next) => {
@@ -119,19 +129,61 @@ impl BodyTable {
                         code
                     }
                 };
-                table.extend(std::iter::repeat_n(code, len));
+                // Two states may both become a cut: one run, so that equal tables
+                // have equal runs.
+                let in_row = table.len() > row_start;
+                match table.last_mut() {
+                    Some((l, c)) if in_row && *c == code => *l = last,
+                    _ => table.push((last, code)),
+                }
             }
-            debug_assert_eq!(table.len(), 256 * (i + 1), "runs cover every byte");
+            debug_assert_eq!(
+                table.last().map(|r| r.0),
+                Some(255),
+                "runs cover every byte"
+            );
             if states.len() > max_states {
                 return None;
             }
             i += 1;
         }
-        Some((BodyTable(table.into_boxed_slice()), states))
+        Some((
+            BodyTable {
+                runs: table.into_boxed_slice(),
+            },
+            states,
+        ))
     }
 
+    /// The table as 256 codes per state (row `s` at `256 * s`), as walks step it.
+    pub fn steps(&self) -> Vec<u32> {
+        let mut steps = Vec::with_capacity(256 * self.num_states());
+        let mut from = 0usize;
+        for &(last, code) in self.runs.iter() {
+            let to = last as usize + 1;
+            steps.extend(std::iter::repeat_n(code, to - from));
+            from = to % 256;
+        }
+        steps
+    }
+
+    /// Its number of states.
+    pub fn num_states(&self) -> usize {
+        self.runs.iter().filter(|r| r.0 == 255).count()
+    }
+
+    /// Whether some state steps some byte to `code`.
+    pub fn has_code(&self, code: u32) -> bool {
+        self.runs.iter().any(|r| r.1 == code)
+    }
+
+    /// State `s`'s code for byte `b`, read from the runs (the tests' check on
+    /// [`BodyTable::steps`]).
+    #[cfg(test)]
     fn step(&self, s: u32, b: u8) -> u32 {
-        self.0[s as usize * 256 + b as usize]
+        let mut rows = self.runs.split_inclusive(|r| r.0 == 255);
+        let row = rows.nth(s as usize).expect("a state");
+        row.iter().find(|r| r.0 >= b).expect("rows end at 255").1
     }
 }
 
@@ -199,8 +251,9 @@ pub struct BodyWalk {
 }
 
 impl BodyWalk {
-    /// Walks the subtree of trie node `root` under `table`.
-    fn new(trie: TrieRef<'_>, root: usize, table: &BodyTable) -> Self {
+    /// Walks the subtree of trie node `root` under a table's `steps`
+    /// ([`BodyTable::steps`]).
+    fn new(trie: TrieRef<'_>, root: usize, steps: &[u32]) -> Self {
         let mut walk = BodyWalk::default();
         let base = trie.nodes[root].depth as usize;
         // states[d]: the canonical state d bytes below the root.
@@ -212,7 +265,7 @@ impl BodyWalk {
             let node = &trie.nodes[i];
             let d = node.depth as usize - base;
             let before = states[d - 1];
-            match table.step(before, node.byte) {
+            match steps[before as usize * 256 + node.byte as usize] {
                 BodyTable::END => {
                     walk.exits.push((i as u32, before));
                     i = trie.subtree_end(i);
@@ -268,15 +321,16 @@ pub struct PreparedTrie {
 pub struct Interned {
     /// Its id in the store, if it was kept.
     id: Option<u32>,
-    /// The table.
-    table: Arc<BodyTable>,
+    /// The table's steps ([`BodyTable::steps`]).
+    steps: Arc<Vec<u32>>,
 }
 
 /// Interned body tables and the walks kept.
 #[derive(Default)]
 struct Store {
     ids: FxHashMap<BodyTable, u32>,
-    tables: Vec<Arc<BodyTable>>,
+    /// Per id, the table's steps.
+    tables: Vec<Arc<Vec<u32>>>,
     walks: FxHashMap<(u32, u32), Arc<BodyWalk>>,
     bytes: usize,
 }
@@ -319,25 +373,32 @@ impl PreparedTrie {
     /// `table`, interned: with its id, or without one once the store is full (its
     /// walks are then made and dropped).
     pub fn intern(&self, table: BodyTable) -> Interned {
-        let mut store = self.store();
-        if let Some(&id) = store.ids.get(&table) {
-            return Interned {
+        let kept = |store: &Store| {
+            store.ids.get(&table).map(|&id| Interned {
                 id: Some(id),
-                table: store.tables[id as usize].clone(),
-            };
+                steps: store.tables[id as usize].clone(),
+            })
+        };
+        if let Some(interned) = kept(&self.store()) {
+            return interned;
         }
-        let table = Arc::new(table);
-        let bytes = 8 * table.0.len();
+        // Expanded outside the lock; another thread may intern it meanwhile.
+        let steps = Arc::new(table.steps());
+        let bytes = 4 * steps.len() + 8 * table.runs.len();
+        let mut store = self.store();
+        if let Some(interned) = kept(&store) {
+            return interned;
+        }
         if store.bytes + bytes > Self::MAX_BYTES {
-            return Interned { id: None, table };
+            return Interned { id: None, steps };
         }
         store.bytes += bytes;
         let id = store.tables.len() as u32;
-        store.tables.push(table.clone());
-        store.ids.insert((*table).clone(), id);
+        store.tables.push(steps.clone());
+        store.ids.insert(table, id);
         Interned {
             id: Some(id),
-            table,
+            steps,
         }
     }
 
@@ -349,7 +410,7 @@ impl PreparedTrie {
                 return w.clone();
             }
         }
-        let walk = Arc::new(BodyWalk::new(self.trie.view(), root, &body.table));
+        let walk = Arc::new(BodyWalk::new(self.trie.view(), root, &body.steps));
         if let Some(id) = body.id {
             let mut store = self.store();
             if store.bytes + walk.bytes() <= Self::MAX_BYTES {
@@ -430,9 +491,12 @@ mod tests {
             let step = step_of(&a);
             let start = 100 + rng.below(n as u64) as u32;
             let (table, states) = BodyTable::canonical(start, &step, |_| false).unwrap();
-            assert_eq!(table.0.len(), 256 * states.len());
+            assert_eq!(table.num_states(), states.len());
+            let steps = table.steps();
+            assert_eq!(steps.len(), 256 * states.len());
             for (i, &orig) in states.iter().enumerate() {
                 for b in 0..=255u8 {
+                    assert_eq!(steps[i * 256 + b as usize], table.step(i as u32, b));
                     match (step(orig, b), table.step(i as u32, b)) {
                         (want @ (BodyTable::END | BodyTable::DEAD), got) => assert_eq!(got, want),
                         (want, got) => assert_eq!(states[got as usize], want, "byte {b}"),
@@ -500,18 +564,43 @@ mod tests {
         .expect("a chain is kept up to the depth")
     }
 
+    /// Past the depth, bytes to different states and bytes to one state are the same
+    /// cut: the two chains below differ only there, so their tables are equal, runs
+    /// and all (interning compares the runs).
+    #[test]
+    fn cuts_to_different_states_are_one_run() {
+        let chain = |split: bool| {
+            let depth = BodyTable::MAX_DEPTH;
+            BodyTable::canonical(
+                0,
+                move |s, b| match b {
+                    b'b' if s + 1 == depth && split => 1000,
+                    b'a' | b'b' if s < depth => s + 1,
+                    b'q' => BodyTable::END,
+                    _ => BodyTable::DEAD,
+                },
+                |_| false,
+            )
+            .unwrap()
+            .0
+        };
+        assert!(chain(true).has_code(BodyTable::CUT));
+        assert_eq!(chain(true).steps(), chain(false).steps());
+        assert_eq!(chain(true), chain(false));
+    }
+
     #[test]
     fn deep_counts_share_one_table_and_walks_that_reach_the_cut_say_so() {
         let depth = BodyTable::MAX_DEPTH;
         let (deep, states) = counter(3 * depth, 1000);
         assert_eq!(states.len() as u32, depth);
         assert_eq!(states[1], 1001);
-        assert!(deep.0.contains(&BodyTable::CUT));
+        assert!(deep.has_code(BodyTable::CUT));
         // Every count from the depth up has the same table; below it, each its own.
         assert_eq!(counter(depth, 5).0, deep);
         assert_eq!(counter(depth + 1, 7).0, deep);
         assert_ne!(counter(depth - 2, 0).0, deep);
-        assert!(!counter(depth - 2, 0).0 .0.contains(&BodyTable::CUT));
+        assert!(!counter(depth - 2, 0).0.has_code(BodyTable::CUT));
 
         // Tokens: short runs under 'b', and one run under 'a' past the depth.
         let long: Vec<u8> = std::iter::repeat_n(b'a', depth as usize + 6).collect();
