@@ -27,11 +27,12 @@ use std::sync::{Arc, Mutex};
 /// [`BodyTable::END`], [`BodyTable::DEAD`], [`BodyTable::CUT`] or the next state.
 ///
 /// Rows are kept as maximal runs of bytes with one code (as [`ByteRuns`]), one row
-/// after the other: a form is made at every boundary of every grammar and interned, and
-/// most are found already kept, so they are hashed and compared far more often than
-/// walked; a name's rest with a JSON string after it is 40 states, 40 KB as 256 codes
-/// a state, a few hundred bytes as runs. The walk steps the full table
-/// ([`BodyTable::steps`]), expanded once per table kept.
+/// after the other: a form is made at every boundary of every grammar and interned, so
+/// it is hashed and compared more often than walked, and most forms of a schema are
+/// its own (a property name's rest), walked over a few subtrees only; a name's rest
+/// with a JSON string after it is 40 states, 40 KB as 256 codes a state, a few hundred
+/// bytes as runs. A step scans its row's runs: a handful (go on, the closing quote, the
+/// escape, the bytes refused).
 ///
 /// Only the first [`BodyTable::MAX_DEPTH`] bytes are kept: a state first reached after
 /// that many is [`BodyTable::CUT`]. Tokens are short, so this rarely loses anything, and
@@ -44,6 +45,8 @@ use std::sync::{Arc, Mutex};
 pub struct BodyTable {
     /// Every row's runs `(last, code)`, in state order; a row's last run ends at 255.
     runs: Box<[(u8, u32)]>,
+    /// Where each row starts in `runs`.
+    rows: Box<[u32]>,
 }
 
 impl BodyTable {
@@ -105,11 +108,13 @@ impl BodyTable {
         let mut index: FxHashMap<u32, u32> = FxHashMap::default();
         index.insert(start, 0);
         let mut table: Vec<(u8, u32)> = Vec::new();
+        let mut rows: Vec<u32> = Vec::new();
         let mut i = 0;
         while i < states.len() {
             let s = states[i];
             let row = runs(s);
             let row_start = table.len();
+            rows.push(row_start as u32);
             for &(last, next) in row.as_ref() {
                 let code = match next {
                     Self::END | Self::DEAD => next,
@@ -150,26 +155,15 @@ impl BodyTable {
         Some((
             BodyTable {
                 runs: table.into_boxed_slice(),
+                rows: rows.into_boxed_slice(),
             },
             states,
         ))
     }
 
-    /// The table as 256 codes per state (row `s` at `256 * s`), as walks step it.
-    pub fn steps(&self) -> Vec<u32> {
-        let mut steps = Vec::with_capacity(256 * self.num_states());
-        let mut from = 0usize;
-        for &(last, code) in self.runs.iter() {
-            let to = last as usize + 1;
-            steps.extend(std::iter::repeat_n(code, to - from));
-            from = to % 256;
-        }
-        steps
-    }
-
     /// Its number of states.
     pub fn num_states(&self) -> usize {
-        self.runs.iter().filter(|r| r.0 == 255).count()
+        self.rows.len()
     }
 
     /// Whether some state steps some byte to `code`.
@@ -177,13 +171,12 @@ impl BodyTable {
         self.runs.iter().any(|r| r.1 == code)
     }
 
-    /// State `s`'s code for byte `b`, read from the runs (the tests' check on
-    /// [`BodyTable::steps`]).
-    #[cfg(test)]
+    /// State `s`'s code for byte `b`.
+    #[inline]
     fn step(&self, s: u32, b: u8) -> u32 {
-        let mut rows = self.runs.split_inclusive(|r| r.0 == 255);
-        let row = rows.nth(s as usize).expect("a state");
-        row.iter().find(|r| r.0 >= b).expect("rows end at 255").1
+        let row = &self.runs[self.rows[s as usize] as usize..];
+        // Rows end at byte 255, so the scan stops within the row.
+        row.iter().find(|r| r.0 >= b).map_or(Self::DEAD, |r| r.1)
     }
 }
 
@@ -251,9 +244,8 @@ pub struct BodyWalk {
 }
 
 impl BodyWalk {
-    /// Walks the subtree of trie node `root` under a table's `steps`
-    /// ([`BodyTable::steps`]).
-    fn new(trie: TrieRef<'_>, root: usize, steps: &[u32]) -> Self {
+    /// Walks the subtree of trie node `root` under `table`.
+    fn new(trie: TrieRef<'_>, root: usize, table: &BodyTable) -> Self {
         let mut walk = BodyWalk::default();
         let base = trie.nodes[root].depth as usize;
         // states[d]: the canonical state d bytes below the root.
@@ -265,7 +257,7 @@ impl BodyWalk {
             let node = &trie.nodes[i];
             let d = node.depth as usize - base;
             let before = states[d - 1];
-            match steps[before as usize * 256 + node.byte as usize] {
+            match table.step(before, node.byte) {
                 BodyTable::END => {
                     walk.exits.push((i as u32, before));
                     i = trie.subtree_end(i);
@@ -321,16 +313,15 @@ pub struct PreparedTrie {
 pub struct Interned {
     /// Its id in the store, if it was kept.
     id: Option<u32>,
-    /// The table's steps ([`BodyTable::steps`]).
-    steps: Arc<Vec<u32>>,
+    /// The table.
+    table: Arc<BodyTable>,
 }
 
 /// Interned body tables and the walks kept.
 #[derive(Default)]
 struct Store {
     ids: FxHashMap<BodyTable, u32>,
-    /// Per id, the table's steps.
-    tables: Vec<Arc<Vec<u32>>>,
+    tables: Vec<Arc<BodyTable>>,
     walks: FxHashMap<(u32, u32), Arc<BodyWalk>>,
     bytes: usize,
 }
@@ -373,32 +364,26 @@ impl PreparedTrie {
     /// `table`, interned: with its id, or without one once the store is full (its
     /// walks are then made and dropped).
     pub fn intern(&self, table: BodyTable) -> Interned {
-        let kept = |store: &Store| {
-            store.ids.get(&table).map(|&id| Interned {
-                id: Some(id),
-                steps: store.tables[id as usize].clone(),
-            })
-        };
-        if let Some(interned) = kept(&self.store()) {
-            return interned;
-        }
-        // Expanded outside the lock; another thread may intern it meanwhile.
-        let steps = Arc::new(table.steps());
-        let bytes = 4 * steps.len() + 8 * table.runs.len();
         let mut store = self.store();
-        if let Some(interned) = kept(&store) {
-            return interned;
+        if let Some(&id) = store.ids.get(&table) {
+            return Interned {
+                id: Some(id),
+                table: store.tables[id as usize].clone(),
+            };
         }
+        let table = Arc::new(table);
+        // Kept twice: as the map's key and for the walks.
+        let bytes = 2 * (8 * table.runs.len() + 4 * table.rows.len());
         if store.bytes + bytes > Self::MAX_BYTES {
-            return Interned { id: None, steps };
+            return Interned { id: None, table };
         }
         store.bytes += bytes;
         let id = store.tables.len() as u32;
-        store.tables.push(steps.clone());
-        store.ids.insert(table, id);
+        store.tables.push(table.clone());
+        store.ids.insert((*table).clone(), id);
         Interned {
             id: Some(id),
-            steps,
+            table,
         }
     }
 
@@ -410,7 +395,7 @@ impl PreparedTrie {
                 return w.clone();
             }
         }
-        let walk = Arc::new(BodyWalk::new(self.trie.view(), root, &body.steps));
+        let walk = Arc::new(BodyWalk::new(self.trie.view(), root, &body.table));
         if let Some(id) = body.id {
             let mut store = self.store();
             if store.bytes + walk.bytes() <= Self::MAX_BYTES {
@@ -492,11 +477,8 @@ mod tests {
             let start = 100 + rng.below(n as u64) as u32;
             let (table, states) = BodyTable::canonical(start, &step, |_| false).unwrap();
             assert_eq!(table.num_states(), states.len());
-            let steps = table.steps();
-            assert_eq!(steps.len(), 256 * states.len());
             for (i, &orig) in states.iter().enumerate() {
                 for b in 0..=255u8 {
-                    assert_eq!(steps[i * 256 + b as usize], table.step(i as u32, b));
                     match (step(orig, b), table.step(i as u32, b)) {
                         (want @ (BodyTable::END | BodyTable::DEAD), got) => assert_eq!(got, want),
                         (want, got) => assert_eq!(states[got as usize], want, "byte {b}"),
@@ -585,8 +567,13 @@ mod tests {
             .0
         };
         assert!(chain(true).has_code(BodyTable::CUT));
-        assert_eq!(chain(true).steps(), chain(false).steps());
-        assert_eq!(chain(true), chain(false));
+        let (split, joined) = (chain(true), chain(false));
+        for s in 0..split.num_states() as u32 {
+            for b in 0..=255u8 {
+                assert_eq!(split.step(s, b), joined.step(s, b));
+            }
+        }
+        assert_eq!(split, joined);
     }
 
     #[test]
