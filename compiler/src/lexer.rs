@@ -360,6 +360,57 @@ fn build_terminal<E>(
     Ok(Ok((reachable, fold_dead_states(trans, &accepting, start))))
 }
 
+/// Whether `difference`, built as the lexer builds it, has the table `regex`
+/// determinized has (the same language; both minimal, so the same number of states):
+/// the check a front end's differences must pass, for tests and fuzzing. Neither
+/// build goes through the cache. `Err` names what failed to build.
+pub fn difference_is_regex(regex: &str, difference: &Difference) -> Result<bool, String> {
+    let limits = LexerLimits::default();
+    let per_terminal = (PER_TERMINAL, limits.terminal_states);
+    let uncached = |regex: &str| {
+        without_budget(|poll| {
+            build_terminal(regex, &limits, limits.terminal_states, per_terminal, poll)
+        })
+        .map(|(_, dfa)| dfa)
+        .map_err(|e| format!("{regex}: {e}"))
+    };
+    let by_regex = uncached(regex)?;
+    let base = uncached(&difference.base)?;
+    let by_difference = without_budget(|poll| {
+        build_difference(
+            &base,
+            &difference.words,
+            limits.terminal_states,
+            per_terminal,
+            poll,
+        )
+    })
+    .map(|(_, dfa)| dfa)
+    .map_err(|e| format!("difference: {e}"))?;
+    Ok(by_regex.num_states() == by_difference.num_states()
+        && same_language(&by_regex, &by_difference))
+}
+
+/// Whether two tables accept the same language: a search of their product for a pair
+/// where one accepts and the other does not (or one is live and the other not).
+fn same_language(a: &ByteDfa, b: &ByteDfa) -> bool {
+    let start = (a.start, b.start);
+    let mut seen: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::from([start]);
+    let mut todo = vec![start];
+    while let Some((x, y)) = todo.pop() {
+        if a.is_accepting(x) != b.is_accepting(y) || a.is_live(x) != b.is_live(y) {
+            return false;
+        }
+        for byte in 0..=255u8 {
+            let next = (a.next(x, byte), b.next(y, byte));
+            if seen.insert(next) {
+                todo.push(next);
+            }
+        }
+    }
+    true
+}
+
 /// Builds the table of `base`'s language minus `words` (a [`Difference`]): the states
 /// are pairs of a `base` state and a node of the words' trie (or "off the trie"), walked
 /// breadth first from the two starts and then minimized. Few pairs are reachable: one
@@ -909,26 +960,6 @@ mod tests {
         assert!(!d.extends(d.run(b"select"), b'x'));
     }
 
-    /// Whether two tables accept the same language: a search of their product for a
-    /// pair where one accepts and the other does not.
-    fn same_language(a: &ByteDfa, b: &ByteDfa) -> bool {
-        let start = (a.start, b.start);
-        let mut seen = std::collections::HashSet::from([start]);
-        let mut todo = vec![start];
-        while let Some((x, y)) = todo.pop() {
-            if a.is_accepting(x) != b.is_accepting(y) || a.is_live(x) != b.is_live(y) {
-                return false;
-            }
-            for byte in 0..=255u8 {
-                let next = (a.next(x, byte), b.next(y, byte));
-                if seen.insert(next) {
-                    todo.push(next);
-                }
-            }
-        }
-        true
-    }
-
     /// A property-name terminal built as a difference (the string terminal minus the
     /// keys' texts) has the table its regex (an alternation over the keys' trie) has:
     /// random key sets with quotes, backslashes, multi-byte characters, keys that are
@@ -945,8 +976,6 @@ mod tests {
             ClassUnicodeRange::new('"', '"'),
         ]);
         let mut rng = crate::test_rng::XorShift(0x6469_6666);
-        let limits = LexerLimits::default();
-        let per_terminal = (PER_TERMINAL, limits.terminal_states);
         for case in 0..60 {
             let keys: Vec<String> = (0..rng.below(12))
                 .map(|_| {
@@ -962,27 +991,18 @@ mod tests {
             };
             let regex = string_terminal(&none_of_within(&keys, &alphabet)).unwrap();
             let d = none_of_difference(&keys, &alphabet).expect("no control characters");
-            let by_regex = without_budget(|poll| {
-                build_terminal(&regex, &limits, limits.terminal_states, per_terminal, poll)
-            })
-            .unwrap()
-            .1;
-            let base = compile_terminal(&d.base).unwrap();
-            let by_difference = without_budget(|poll| {
-                build_difference(&base, &d.words, limits.terminal_states, per_terminal, poll)
-            })
-            .unwrap()
-            .1;
-            assert!(
-                same_language(&by_regex, &by_difference),
+            assert_eq!(
+                difference_is_regex(&regex, &d),
+                Ok(true),
                 "keys {keys:?}, alphabet {alphabet:?}"
             );
-            assert_eq!(
-                by_regex.num_states(),
-                by_difference.num_states(),
-                "both minimal"
-            );
         }
+        // A wrong difference is found: a key left out of the words.
+        let keys = vec!["ab".to_string(), "b".to_string()];
+        let regex = string_terminal(&none_of_within(&keys, &every_char())).unwrap();
+        let mut d = none_of_difference(&keys, &every_char()).unwrap();
+        d.words.pop();
+        assert_eq!(difference_is_regex(&regex, &d), Ok(false));
         // A control character has several spellings: no difference.
         assert!(none_of_difference(&["a\n".to_string()], &every_char()).is_none());
     }
