@@ -352,12 +352,7 @@ fn build_terminal<E>(
         }
         i += 1;
     }
-    if accepting[1] {
-        return Ok(Err(LexerErrorKind::EmptyMatch));
-    }
-    let reachable = order.len();
-    let (trans, accepting, start) = crate::dfa_minimize::minimize(&trans, &accepting, 1);
-    Ok(Ok((reachable, fold_dead_states(trans, &accepting, start))))
+    Ok(finish_table(&trans, &accepting, order.len()))
 }
 
 /// Whether `difference`, built as the lexer builds it, has the table `regex`
@@ -495,12 +490,22 @@ fn build_difference<E>(
         }
         i += 1;
     }
+    Ok(finish_table(&trans, &accepting, order.len()))
+}
+
+/// The table of a breadth-first walk (state 0 DEAD, the start 1, `reachable` states
+/// found), minimized, with its number of reachable states: an accepting start is the
+/// empty match, refused.
+fn finish_table(
+    trans: &[u32],
+    accepting: &[bool],
+    reachable: usize,
+) -> Result<(usize, ByteDfa), LexerErrorKind> {
     if accepting[1] {
-        return Ok(Err(LexerErrorKind::EmptyMatch));
+        return Err(LexerErrorKind::EmptyMatch);
     }
-    let reachable = order.len();
-    let (trans, accepting, start) = crate::dfa_minimize::minimize(&trans, &accepting, 1);
-    Ok(Ok((reachable, fold_dead_states(trans, &accepting, start))))
+    let (trans, accepting, start) = crate::dfa_minimize::minimize(trans, accepting, 1);
+    Ok((reachable, fold_dead_states(trans, &accepting, start)))
 }
 
 /// Computes liveness (can reach an accepting state) and redirects every transition
