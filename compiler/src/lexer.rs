@@ -110,7 +110,14 @@ pub fn compile_terminal(regex: &str) -> Result<ByteDfa, LexerErrorKind> {
     let limits = LexerLimits::default();
     let per_terminal = (PER_TERMINAL, limits.terminal_states);
     without_budget(|poll| {
-        compile_terminal_with(regex, &limits, limits.terminal_states, per_terminal, poll)
+        compile_terminal_with(
+            regex,
+            None,
+            &limits,
+            limits.terminal_states,
+            per_terminal,
+            poll,
+        )
     })
 }
 
@@ -139,22 +146,11 @@ const BUDGET: &str = "states of all terminals together (the lexer table budget)"
 /// states (DEAD included). Exceeding that is a [`LexerErrorKind::SizeLimit`] with
 /// `states_limit`, the name and value of the limit `max_states` comes from (the whole
 /// budget, when what was left of it ran out). `poll` is the compile budget's, whose
-/// error is the outer one (see [`build_terminal`]).
-fn compile_terminal_with<E>(
-    regex: &str,
-    limits: &LexerLimits,
-    max_states: usize,
-    states_limit: (&'static str, usize),
-    poll: &mut dyn FnMut() -> Result<(), E>,
-) -> Result<Result<ByteDfa, LexerErrorKind>, E> {
-    compile_difference_with(regex, None, limits, max_states, states_limit, poll)
-}
-
-/// [`compile_terminal_with`] for a terminal that may come with its language as a
-/// [`Difference`] (which must be `regex`'s language): then built by
+/// error is the outer one (see [`build_terminal`]). A terminal that comes with its
+/// language as a [`Difference`] (which must be `regex`'s language) is built by
 /// [`build_difference`], unless its base fails to build, when `regex` is determinized
 /// as usual (and fails with its own error).
-fn compile_difference_with<E>(
+fn compile_terminal_with<E>(
     regex: &str,
     difference: Option<&Difference>,
     limits: &LexerLimits,
@@ -173,7 +169,7 @@ fn compile_difference_with<E>(
     let started = std::time::Instant::now();
     let base = match difference {
         Some(d) => {
-            compile_difference_with(&d.base, None, limits, max_states, states_limit, poll)?.ok()
+            compile_terminal_with(&d.base, None, limits, max_states, states_limit, poll)?.ok()
         }
         None => None,
     };
@@ -643,7 +639,7 @@ fn compile_lexer_polled<E: From<LexerError>>(
                 (PER_TERMINAL, limits.terminal_states),
             )
         };
-        let dfa = compile_difference_with(
+        let dfa = compile_terminal_with(
             &t.regex,
             t.difference.as_ref(),
             limits,
@@ -684,7 +680,7 @@ mod tests {
         max_states: usize,
         limit: (&'static str, usize),
     ) -> Result<ByteDfa, LexerErrorKind> {
-        without_budget(|poll| compile_terminal_with(regex, l, max_states, limit, poll))
+        without_budget(|poll| compile_terminal_with(regex, None, l, max_states, limit, poll))
     }
 
     #[test]

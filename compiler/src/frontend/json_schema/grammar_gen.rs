@@ -1731,11 +1731,12 @@ impl<'a> Generator<'a> {
             }
         } else if !additional_false {
             let mut keys = string_lang::none_of(&declared);
-            let mut difference =
-                string_lang::none_of_difference(&declared, &string_lang::every_char());
+            // Only `keys` as it stands is a difference: `propertyNames` replaces it below.
+            let difference = names
+                .is_none()
+                .then(|| string_lang::none_of_difference(&declared, &string_lang::every_char()))
+                .flatten();
             if let Some(n) = &names {
-                // `keys` is replaced below (or the names refused).
-                difference = None;
                 let np = child(ptr, "propertyNames");
                 if !declared.is_empty() {
                     self.diags.unsupported(
