@@ -246,7 +246,7 @@ pub struct Lexing<'a> {
     fresh_start: Vec<Vec<u32>>,
     /// Per first byte: merged-DFA states of ignore terminals that start with it.
     ignore_start: Vec<Vec<u32>>,
-    /// Subtree walks shared by the boundaries (see [`Lexing::build`]).
+    /// Subtree walks shared by the boundaries (see [`Walk::first_bytes`]).
     memo: Mutex<SubtreeMemo>,
     /// The token trie, with the lexeme bodies shared by every grammar.
     trie: &'a PreparedTrie,
@@ -438,10 +438,8 @@ impl<'a> Lexing<'a> {
         poll: &mut Poll<'_>,
     ) -> Result<TerminalDwa, TerminalDwaError> {
         poll.check()?;
-        let trie = self.trie.trie().view();
         let t = &self.tables;
         let eof = t.lr.eof();
-        let mut words = WordDag::new();
         let root: Vec<Thread> = match boundary {
             Boundary::Initial => vec![Thread {
                 word: 0,
@@ -462,9 +460,6 @@ impl<'a> Lexing<'a> {
                 })
                 .collect(),
         };
-        let mut classes = ClassInterner::default();
-
-        let mut scratch = WalkScratch::default();
         let group = match boundary {
             Boundary::Group {
                 config,
@@ -472,16 +467,13 @@ impl<'a> Lexing<'a> {
             } => Some(config),
             _ => None,
         };
-        self.walk_first_bytes(
-            &root,
-            group,
-            trie,
-            &mut words,
-            &mut classes,
-            max_states,
-            poll,
-            &mut scratch,
-        )?;
+        let mut walk = Walk::new(self, max_states, poll);
+        walk.first_bytes(&root, group)?;
+        let Walk {
+            mut words,
+            mut classes,
+            ..
+        } = walk;
         let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
 
         // End of sequence: the grammar lexeme in progress ends, then end of input.
@@ -558,82 +550,6 @@ impl<'a> Lexing<'a> {
             class_tokens,
             classes_below,
         })
-    }
-
-    /// Walks the whole trie from the boundary's threads `threads` (the elements of
-    /// configuration `group` for a group of grammar lexemes), one first byte (a child
-    /// of the root) at a time. Where, after that byte, one grammar lexeme is in
-    /// progress, or the group's lexemes all go on, the part of its subtree inside
-    /// them comes from the vocabulary's shared walks ([`Lexing::walk_body`]). Where no lexeme has ended yet
-    /// (every thread still on the empty word), what its subtree yields depends only on
-    /// the threads' lexeme states, not on the boundary: it is walked once per grammar
-    /// and replayed ([`Lexing::subtree`]). Boundaries inside long lexemes (strings,
-    /// names) mostly differ in their first bytes only. (Memoizing deeper levels too was
-    /// measured slower: their subtrees are small and the keys many. Where lexemes that
-    /// started within the token go on through a large subtree, [`SetBody`] shares
-    /// that walk per vocabulary instead.)
-    #[allow(clippy::too_many_arguments)]
-    fn walk_first_bytes(
-        &self,
-        threads: &[Thread],
-        group: Option<u32>,
-        trie: TrieRef<'_>,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<(), TerminalDwaError> {
-        let mut next: Vec<Thread> = Vec::new();
-        let mut c = 1;
-        while c < trie.nodes.len() {
-            poll.tick()?;
-            next.clear();
-            for &th in threads {
-                self.step(th, trie.nodes[c].byte, words, &mut next);
-            }
-            if !next.is_empty() {
-                words.merge(&mut next);
-                if words.len() > max_states {
-                    return Err(TerminalDwaLimitError { limit: max_states }.into());
-                }
-                let byte = trie.nodes[c].byte;
-                let body = match (next.as_slice(), group) {
-                    ([th], _) if matches!(th.kind, Kind::Group | Kind::Fresh) => {
-                        self.body(th.state).map(|b| (b, BodyOf::Lexeme))
-                    }
-                    // Every lexeme of the group went on (none ended): they are the
-                    // elements of the configuration after the byte.
-                    (_, Some(config))
-                        if next.iter().all(|th| th.kind == Kind::Group && th.word == 0) =>
-                    {
-                        let after = self.tables.conf_step(config, byte);
-                        self.config_body(after).map(|b| (b, BodyOf::Config))
-                    }
-                    _ => None,
-                };
-                let by_body = match body {
-                    Some((body, of)) => {
-                        let th = next[0];
-                        self.walk_body(c, th, &body, of, words, classes, max_states, poll, scratch)?
-                    }
-                    None => false,
-                };
-                if by_body {
-                    // Done: inside the lexeme from the shared walk, on from its exits.
-                } else if next.iter().all(|th| th.word == 0) {
-                    let sub = self.subtree(c, &next, trie, max_states, poll, scratch)?;
-                    sub.replay(words, classes);
-                    if words.len() > max_states {
-                        return Err(TerminalDwaLimitError { limit: max_states }.into());
-                    }
-                } else {
-                    self.walk(c, &next, trie, words, classes, max_states, poll, scratch)?;
-                }
-            }
-            c = trie.subtree_end(c);
-        }
-        Ok(())
     }
 
     /// The body of merged-DFA state `state`'s lexeme, if it is small enough to put in
@@ -738,189 +654,6 @@ impl<'a> Lexing<'a> {
         })
     }
 
-    /// Walks the subtree of trie node `root` for one thread `th` (after the node's
-    /// byte) of a grammar lexeme with body `body`: the part inside the lexeme from the
-    /// vocabulary's shared walks, then on from every exit as [`Lexing::walk`] does.
-    /// `false`, with nothing added, where a token goes on in the lexeme past the depth
-    /// the body keeps: that subtree is the caller's to walk. With a configuration's
-    /// body (`of`), `th` stands for every lexeme of the group (on the empty word).
-    #[allow(clippy::too_many_arguments)]
-    fn walk_body(
-        &self,
-        root: usize,
-        th: Thread,
-        body: &Body,
-        of: BodyOf,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<bool, TerminalDwaError> {
-        let walk = self.trie.walk(root, &body.table);
-        if walk.truncated {
-            return Ok(false);
-        }
-        let check = match th.kind {
-            Kind::Fresh => FinalCheck::Expect(self.tables.dfa_term[th.state as usize]),
-            _ => FinalCheck::Always,
-        };
-        let trie = self.trie.trie().view();
-        let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
-            let state = body.states[before as usize];
-            match of {
-                BodyOf::Lexeme => self.step(Thread { state, ..th }, byte, words, next),
-                BodyOf::Config => {
-                    for &g in self.tables.conf_elems(state) {
-                        self.step(Thread { state: g, ..th }, byte, words, next);
-                    }
-                }
-            }
-        };
-        let outcome = [(th.word, check)];
-        self.walk_from_body(
-            &walk, &outcome, trie, step_at, words, classes, max_states, poll, scratch,
-        )?;
-        Ok(true)
-    }
-
-    /// Adds a body walk to the boundary's: its tokens with `outcome` (the words and
-    /// checks of a token that ends inside the body), then on from its exits (trie nodes
-    /// whose byte ends a lexeme, each with the body's state before it), where
-    /// `step_at(before, byte, …)` steps the threads the body stood for by the exit's
-    /// byte and the exit's subtree is walked from them.
-    #[allow(clippy::too_many_arguments)]
-    fn walk_from_body(
-        &self,
-        walk: &BodyWalk,
-        outcome: &[(u32, FinalCheck)],
-        trie: TrieRef<'_>,
-        step_at: impl Fn(u32, u8, &mut WordDag, &mut Vec<Thread>),
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<(), TerminalDwaError> {
-        for &range in &walk.tokens {
-            classes.add(outcome, range);
-        }
-        let mut next = Vec::new();
-        for &(node, before) in &walk.exits {
-            poll.tick()?;
-            next.clear();
-            step_at(before, trie.nodes[node as usize].byte, words, &mut next);
-            if next.is_empty() {
-                continue;
-            }
-            words.merge(&mut next);
-            if words.len() > max_states {
-                return Err(TerminalDwaLimitError { limit: max_states }.into());
-            }
-            self.walk(
-                node as usize,
-                &next,
-                trie,
-                words,
-                classes,
-                max_states,
-                poll,
-                scratch,
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The subtree of trie node `from` walked from `threads` (all on the empty word),
-    /// on a word DAG of its own: from the memo, or walked now and memoized while the
-    /// memo is under its size budget. Equal to walking it in place (`replay`).
-    fn subtree(
-        &self,
-        from: usize,
-        threads: &[Thread],
-        trie: TrieRef<'_>,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<Arc<Subtree>, TerminalDwaError> {
-        let key: SubtreeKey = (
-            from as u32,
-            threads.iter().map(|th| (th.kind, th.state)).collect(),
-        );
-        if let Some(sub) = self.memo.lock().expect("no walk panicked").map.get(&key) {
-            return Ok(sub.clone());
-        }
-
-        let mut words = WordDag::new();
-        let mut classes = ClassInterner::default();
-        self.walk(
-            from,
-            threads,
-            trie,
-            &mut words,
-            &mut classes,
-            max_states,
-            poll,
-            scratch,
-        )?;
-        let sub = Arc::new(Subtree {
-            preds: words.preds,
-            classes: classes.outcomes.into_iter().zip(classes.tokens).collect(),
-        });
-        let size = sub.size();
-        let mut memo = self.memo.lock().expect("no walk panicked");
-        if memo.size + size <= MEMO_BUDGET {
-            memo.size += size;
-            memo.map.insert(key, sub.clone());
-        }
-        Ok(sub)
-    }
-
-    /// Walks the subtree of trie node `from` by a [`SetBody`] where one applies: the
-    /// threads are lexemes that started within the token, all on one word, and the
-    /// subtree is large enough to be worth it. `false`, with nothing added, otherwise.
-    #[allow(clippy::too_many_arguments)]
-    fn walk_by_set_body(
-        &self,
-        from: usize,
-        threads: &[Thread],
-        trie: TrieRef<'_>,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<bool, TerminalDwaError> {
-        let Some(&Thread { word, .. }) = threads.first() else {
-            return Ok(false);
-        };
-        if (trie.nodes[from].subtree_size as usize) < SetBody::MIN_NODES
-            || !threads
-                .iter()
-                .all(|th| th.word == word && matches!(th.kind, Kind::Fresh | Kind::FreshIgnore))
-        {
-            return Ok(false);
-        }
-        let key: Vec<(Kind, u32)> = threads.iter().map(|th| (th.kind, th.state)).collect();
-        let Some(body) = self.set_body(&key) else {
-            return Ok(false);
-        };
-        let walk = self.trie.walk(from, &body.table);
-        if walk.truncated {
-            return Ok(false);
-        }
-        let outcome: Vec<(u32, FinalCheck)> = body.checks.iter().map(|&c| (word, c)).collect();
-        let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
-            for &(kind, state) in body.sets[before as usize].iter() {
-                self.step(Thread { word, kind, state }, byte, words, next);
-            }
-        };
-        self.walk_from_body(
-            &walk, &outcome, trie, step_at, words, classes, max_states, poll, scratch,
-        )?;
-        Ok(true)
-    }
-
     /// The [`SetBody`] of lexemes `start` (sorted), once per grammar.
     fn set_body(&self, start: &[(Kind, u32)]) -> Option<Arc<SetBody>> {
         let lock = || self.set_bodies.lock().unwrap_or_else(|e| e.into_inner());
@@ -1012,164 +745,6 @@ impl<'a> Lexing<'a> {
             sets: states.iter().map(|&s| sets[s as usize].clone()).collect(),
             checks: checks.into(),
         }))
-    }
-
-    /// Walks the subtree of trie node `from`, whose threads (after its byte) are
-    /// `threads`: the tokens at `from` and below it, into `words` and `classes`.
-    #[allow(clippy::too_many_arguments)]
-    fn walk(
-        &self,
-        from: usize,
-        threads: &[Thread],
-        trie: TrieRef<'_>,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<(), TerminalDwaError> {
-        if self.walk_by_set_body(
-            from, threads, trie, words, classes, max_states, poll, scratch,
-        )? {
-            return Ok(());
-        }
-        let d = trie.nodes[from].depth as usize;
-        let WalkScratch { levels, outcome } = scratch;
-        if levels.len() <= d {
-            levels.resize_with(d + 1, Vec::new);
-        }
-        levels[d].clear();
-        levels[d].extend_from_slice(threads);
-        self.add_tokens(trie, from, &levels[d], classes, outcome);
-        self.walk_below(from, trie, words, classes, max_states, poll, scratch)
-    }
-
-    /// Walks the subtree below trie node `root`, whose threads are
-    /// `scratch.levels[depth]`: depth first over the flat token trie, where level `d`
-    /// holds the threads `d` bytes deep (a level is written before it is read: its
-    /// node's parent is the last node entered one level up). At a wide node only a
-    /// few of whose bytes go on, only those children are entered
-    /// ([`crate::wide_children::WideChildren::select`]), in the same order.
-    #[allow(clippy::too_many_arguments)]
-    fn walk_below(
-        &self,
-        root: usize,
-        trie: TrieRef<'_>,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<(), TerminalDwaError> {
-        if self.walk_live_children(root, trie, words, classes, max_states, poll, scratch)? {
-            return Ok(());
-        }
-        let end = trie.subtree_end(root);
-        let mut i = root + 1;
-        while i < end {
-            if !self.enter(i, trie, words, classes, max_states, poll, scratch)?
-                || self.walk_live_children(i, trie, words, classes, max_states, poll, scratch)?
-            {
-                i = trie.subtree_end(i);
-            } else {
-                i += 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// At a wide node `node` only a few of whose children its threads can go on into
-    /// ([`Lexing::live_children`]), walks those children's subtrees: `true`. Otherwise
-    /// `false`, with nothing walked.
-    #[allow(clippy::too_many_arguments)]
-    fn walk_live_children(
-        &self,
-        node: usize,
-        trie: TrieRef<'_>,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<bool, TerminalDwaError> {
-        let Some(children) = self.live_children(node, trie, scratch) else {
-            return Ok(false);
-        };
-        for c in children {
-            if self.enter(c, trie, words, classes, max_states, poll, scratch)? {
-                self.walk_below(c, trie, words, classes, max_states, poll, scratch)?;
-            }
-        }
-        Ok(true)
-    }
-
-    /// The children of wide trie node `node` its threads (`scratch.levels` at its
-    /// depth) can go on into, where they are few; `None` where every child is to be
-    /// stepped. Which bytes a thread can go on with is its lexeme state's byte runs: a
-    /// byte that is not [`BodyTable::DEAD`] there either goes on in the lexeme or ends
-    /// it (then lexemes starting with it may follow).
-    fn live_children<'s>(
-        &'s self,
-        node: usize,
-        trie: TrieRef<'_>,
-        scratch: &WalkScratch,
-    ) -> Option<impl Iterator<Item = usize> + 's> {
-        let wide = self.trie.wide_children();
-        if !wide.is_wide(node) {
-            return None;
-        }
-        let mut live: ByteSet = [0; 4];
-        for th in &scratch.levels[trie.nodes[node].depth as usize] {
-            if th.kind == Kind::Start {
-                return None;
-            }
-            let mut from = 0u8;
-            for &(last, code) in self.lexeme_runs(th.state).as_ref() {
-                if code != BodyTable::DEAD {
-                    insert_range(&mut live, from, last);
-                }
-                from = last.wrapping_add(1);
-            }
-        }
-        wide.select(node, &live)
-    }
-
-    /// Enters trie node `i`: steps its parent's threads (the level above) by its
-    /// byte into its level, and adds the tokens ending there. `false` if no thread
-    /// goes on (nothing below it can be valid).
-    #[allow(clippy::too_many_arguments)]
-    fn enter(
-        &self,
-        i: usize,
-        trie: TrieRef<'_>,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        max_states: usize,
-        poll: &mut Poll<'_>,
-        scratch: &mut WalkScratch,
-    ) -> Result<bool, TerminalDwaError> {
-        poll.tick()?;
-        let node = &trie.nodes[i];
-        let d = node.depth as usize;
-        let WalkScratch { levels, outcome } = scratch;
-        if levels.len() <= d {
-            levels.resize_with(d + 1, Vec::new);
-        }
-        let (before, after) = levels.split_at_mut(d);
-        let next = &mut after[0];
-        next.clear();
-        for &th in &before[d - 1] {
-            self.step(th, node.byte, words, next);
-        }
-        if next.is_empty() {
-            return Ok(false);
-        }
-        words.merge(next);
-        if words.len() > max_states {
-            return Err(TerminalDwaLimitError { limit: max_states }.into());
-        }
-        self.add_tokens(trie, i, next, classes, outcome);
-        Ok(true)
     }
 
     /// Adds the tokens ending at a trie node whose threads are `threads` to the class of
@@ -1269,6 +844,371 @@ impl<'a> Lexing<'a> {
     }
 }
 
+/// One boundary's walk over the token trie: the grammar's lexing facts, and the words
+/// and token classes found so far. Every part of the walk reads the same facts and adds
+/// to the same words, checked against the same limits, so they travel together.
+struct Walk<'w, 'a, 'p> {
+    lexing: &'w Lexing<'a>,
+    trie: TrieRef<'w>,
+    words: WordDag,
+    classes: ClassInterner,
+    /// Most word nodes before the walk fails ([`TerminalDwaLimitError`]).
+    max_states: usize,
+    poll: &'w mut Poll<'p>,
+    scratch: WalkScratch,
+}
+
+impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
+    /// A walk with nothing found yet.
+    fn new(lexing: &'w Lexing<'a>, max_states: usize, poll: &'w mut Poll<'p>) -> Self {
+        Walk {
+            lexing,
+            trie: lexing.trie.trie().view(),
+            words: WordDag::new(),
+            classes: ClassInterner::default(),
+            max_states,
+            poll,
+            scratch: WalkScratch::default(),
+        }
+    }
+
+    /// Fails once the words outgrow [`Walk::max_states`].
+    fn check_size(&self) -> Result<(), TerminalDwaError> {
+        if self.words.len() > self.max_states {
+            return Err(TerminalDwaLimitError {
+                limit: self.max_states,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Walks the whole trie from the boundary's threads `threads` (the elements of
+    /// configuration `group` for a group of grammar lexemes), one first byte (a child
+    /// of the root) at a time. Where, after that byte, one grammar lexeme is in
+    /// progress, or the group's lexemes all go on, the part of its subtree inside
+    /// them comes from the vocabulary's shared walks ([`Walk::by_body`]). Where no
+    /// lexeme has ended yet (every thread still on the empty word), what its subtree
+    /// yields depends only on the threads' lexeme states, not on the boundary: it is
+    /// walked once per grammar and replayed ([`Walk::subtree`]). Boundaries inside
+    /// long lexemes (strings, names) mostly differ in their first bytes only.
+    /// (Memoizing deeper levels too was measured slower: their subtrees are small and
+    /// the keys many. Where lexemes that started within the token go on through a
+    /// large subtree, [`SetBody`] shares that walk per vocabulary instead.)
+    fn first_bytes(
+        &mut self,
+        threads: &[Thread],
+        group: Option<u32>,
+    ) -> Result<(), TerminalDwaError> {
+        let lexing = self.lexing;
+        let trie = self.trie;
+        let mut next: Vec<Thread> = Vec::new();
+        let mut c = 1;
+        while c < trie.nodes.len() {
+            self.poll.tick()?;
+            next.clear();
+            let byte = trie.nodes[c].byte;
+            for &th in threads {
+                lexing.step(th, byte, &mut self.words, &mut next);
+            }
+            if !next.is_empty() {
+                self.words.merge(&mut next);
+                self.check_size()?;
+                let body = match (next.as_slice(), group) {
+                    ([th], _) if matches!(th.kind, Kind::Group | Kind::Fresh) => {
+                        lexing.body(th.state).map(|b| (b, BodyOf::Lexeme))
+                    }
+                    // Every lexeme of the group went on (none ended): they are the
+                    // elements of the configuration after the byte.
+                    (_, Some(config))
+                        if next.iter().all(|th| th.kind == Kind::Group && th.word == 0) =>
+                    {
+                        let after = lexing.tables.conf_step(config, byte);
+                        lexing.config_body(after).map(|b| (b, BodyOf::Config))
+                    }
+                    _ => None,
+                };
+                let by_body = match body {
+                    Some((body, of)) => self.by_body(c, next[0], &body, of)?,
+                    None => false,
+                };
+                if by_body {
+                    // Done: inside the lexeme from the shared walk, on from its exits.
+                } else if next.iter().all(|th| th.word == 0) {
+                    let sub = self.subtree(c, &next)?;
+                    sub.replay(&mut self.words, &mut self.classes);
+                    self.check_size()?;
+                } else {
+                    self.walk(c, &next)?;
+                }
+            }
+            c = trie.subtree_end(c);
+        }
+        Ok(())
+    }
+
+    /// Walks the subtree of trie node `root` for one thread `th` (after the node's
+    /// byte) of a grammar lexeme with body `body`: the part inside the lexeme from the
+    /// vocabulary's shared walks, then on from every exit as [`Walk::walk`] does.
+    /// `false`, with nothing added, where a token goes on in the lexeme past the depth
+    /// the body keeps: that subtree is the caller's to walk. With a configuration's
+    /// body (`of`), `th` stands for every lexeme of the group (on the empty word).
+    fn by_body(
+        &mut self,
+        root: usize,
+        th: Thread,
+        body: &Body,
+        of: BodyOf,
+    ) -> Result<bool, TerminalDwaError> {
+        let lexing = self.lexing;
+        let body_walk = lexing.trie.walk(root, &body.table);
+        if body_walk.truncated {
+            return Ok(false);
+        }
+        let check = match th.kind {
+            Kind::Fresh => FinalCheck::Expect(lexing.tables.dfa_term[th.state as usize]),
+            _ => FinalCheck::Always,
+        };
+        let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
+            let state = body.states[before as usize];
+            match of {
+                BodyOf::Lexeme => lexing.step(Thread { state, ..th }, byte, words, next),
+                BodyOf::Config => {
+                    for &g in lexing.tables.conf_elems(state) {
+                        lexing.step(Thread { state: g, ..th }, byte, words, next);
+                    }
+                }
+            }
+        };
+        self.on_from_body(&body_walk, &[(th.word, check)], step_at)?;
+        Ok(true)
+    }
+
+    /// Adds a body walk to the boundary's: its tokens with `outcome` (the words and
+    /// checks of a token that ends inside the body), then on from its exits (trie nodes
+    /// whose byte ends a lexeme, each with the body's state before it), where
+    /// `step_at(before, byte, …)` steps the threads the body stood for by the exit's
+    /// byte and the exit's subtree is walked from them.
+    fn on_from_body(
+        &mut self,
+        body_walk: &BodyWalk,
+        outcome: &[(u32, FinalCheck)],
+        step_at: impl Fn(u32, u8, &mut WordDag, &mut Vec<Thread>),
+    ) -> Result<(), TerminalDwaError> {
+        for &range in &body_walk.tokens {
+            self.classes.add(outcome, range);
+        }
+        let mut next = Vec::new();
+        for &(node, before) in &body_walk.exits {
+            self.poll.tick()?;
+            next.clear();
+            step_at(
+                before,
+                self.trie.nodes[node as usize].byte,
+                &mut self.words,
+                &mut next,
+            );
+            if next.is_empty() {
+                continue;
+            }
+            self.words.merge(&mut next);
+            self.check_size()?;
+            self.walk(node as usize, &next)?;
+        }
+        Ok(())
+    }
+
+    /// The subtree of trie node `from` walked from `threads` (all on the empty word),
+    /// on a word DAG of its own: from the memo, or walked now and memoized while the
+    /// memo is under its size budget. Equal to walking it in place (`replay`).
+    fn subtree(
+        &mut self,
+        from: usize,
+        threads: &[Thread],
+    ) -> Result<Arc<Subtree>, TerminalDwaError> {
+        let lexing = self.lexing;
+        let key: SubtreeKey = (
+            from as u32,
+            threads.iter().map(|th| (th.kind, th.state)).collect(),
+        );
+        if let Some(sub) = lexing.memo.lock().expect("no walk panicked").map.get(&key) {
+            return Ok(sub.clone());
+        }
+
+        let mut own = Walk {
+            lexing,
+            trie: self.trie,
+            words: WordDag::new(),
+            classes: ClassInterner::default(),
+            max_states: self.max_states,
+            poll: &mut *self.poll,
+            scratch: std::mem::take(&mut self.scratch),
+        };
+        let walked = own.walk(from, threads);
+        let Walk {
+            words,
+            classes,
+            scratch,
+            ..
+        } = own;
+        self.scratch = scratch;
+        walked?;
+        let sub = Arc::new(Subtree {
+            preds: words.preds,
+            classes: classes.outcomes.into_iter().zip(classes.tokens).collect(),
+        });
+        let size = sub.size();
+        let mut memo = lexing.memo.lock().expect("no walk panicked");
+        if memo.size + size <= MEMO_BUDGET {
+            memo.size += size;
+            memo.map.insert(key, sub.clone());
+        }
+        Ok(sub)
+    }
+
+    /// Walks the subtree of trie node `from` by a [`SetBody`] where one applies: the
+    /// threads are lexemes that started within the token, all on one word, and the
+    /// subtree is large enough to be worth it. `false`, with nothing added, otherwise.
+    fn by_set_body(&mut self, from: usize, threads: &[Thread]) -> Result<bool, TerminalDwaError> {
+        let lexing = self.lexing;
+        let Some(&Thread { word, .. }) = threads.first() else {
+            return Ok(false);
+        };
+        if (self.trie.nodes[from].subtree_size as usize) < SetBody::MIN_NODES
+            || !threads
+                .iter()
+                .all(|th| th.word == word && matches!(th.kind, Kind::Fresh | Kind::FreshIgnore))
+        {
+            return Ok(false);
+        }
+        let key: Vec<(Kind, u32)> = threads.iter().map(|th| (th.kind, th.state)).collect();
+        let Some(body) = lexing.set_body(&key) else {
+            return Ok(false);
+        };
+        let body_walk = lexing.trie.walk(from, &body.table);
+        if body_walk.truncated {
+            return Ok(false);
+        }
+        let outcome: Vec<(u32, FinalCheck)> = body.checks.iter().map(|&c| (word, c)).collect();
+        let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
+            for &(kind, state) in body.sets[before as usize].iter() {
+                lexing.step(Thread { word, kind, state }, byte, words, next);
+            }
+        };
+        self.on_from_body(&body_walk, &outcome, step_at)?;
+        Ok(true)
+    }
+
+    /// Walks the subtree of trie node `from`, whose threads (after its byte) are
+    /// `threads`: the tokens at `from` and below it.
+    fn walk(&mut self, from: usize, threads: &[Thread]) -> Result<(), TerminalDwaError> {
+        if self.by_set_body(from, threads)? {
+            return Ok(());
+        }
+        let d = self.trie.nodes[from].depth as usize;
+        let WalkScratch { levels, outcome } = &mut self.scratch;
+        if levels.len() <= d {
+            levels.resize_with(d + 1, Vec::new);
+        }
+        levels[d].clear();
+        levels[d].extend_from_slice(threads);
+        self.lexing
+            .add_tokens(self.trie, from, &levels[d], &mut self.classes, outcome);
+        self.below(from)
+    }
+
+    /// Walks the subtree below trie node `root`, whose threads are
+    /// `scratch.levels[depth]`: depth first over the flat token trie, where level `d`
+    /// holds the threads `d` bytes deep (a level is written before it is read: its
+    /// node's parent is the last node entered one level up). At a wide node only a
+    /// few of whose bytes go on, only those children are entered
+    /// ([`crate::wide_children::WideChildren::select`]), in the same order.
+    fn below(&mut self, root: usize) -> Result<(), TerminalDwaError> {
+        if self.live_children_below(root)? {
+            return Ok(());
+        }
+        let end = self.trie.subtree_end(root);
+        let mut i = root + 1;
+        while i < end {
+            if !self.enter(i)? || self.live_children_below(i)? {
+                i = self.trie.subtree_end(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// At a wide node `node` only a few of whose children its threads can go on into
+    /// ([`Walk::live_children`]), walks those children's subtrees: `true`. Otherwise
+    /// `false`, with nothing walked.
+    fn live_children_below(&mut self, node: usize) -> Result<bool, TerminalDwaError> {
+        let Some(children) = self.live_children(node) else {
+            return Ok(false);
+        };
+        for c in children {
+            if self.enter(c)? {
+                self.below(c)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The children of wide trie node `node` its threads (`scratch.levels` at its
+    /// depth) can go on into, where they are few; `None` where every child is to be
+    /// stepped. Which bytes a thread can go on with is its lexeme state's byte runs: a
+    /// byte that is not [`BodyTable::DEAD`] there either goes on in the lexeme or ends
+    /// it (then lexemes starting with it may follow).
+    fn live_children(&self, node: usize) -> Option<impl Iterator<Item = usize> + 'w> {
+        let lexing = self.lexing;
+        let wide = lexing.trie.wide_children();
+        if !wide.is_wide(node) {
+            return None;
+        }
+        let mut live: ByteSet = [0; 4];
+        for th in &self.scratch.levels[self.trie.nodes[node].depth as usize] {
+            if th.kind == Kind::Start {
+                return None;
+            }
+            let mut from = 0u8;
+            for &(last, code) in lexing.lexeme_runs(th.state).as_ref() {
+                if code != BodyTable::DEAD {
+                    insert_range(&mut live, from, last);
+                }
+                from = last.wrapping_add(1);
+            }
+        }
+        wide.select(node, &live)
+    }
+
+    /// Enters trie node `i`: steps its parent's threads (the level above) by its
+    /// byte into its level, and adds the tokens ending there. `false` if no thread
+    /// goes on (nothing below it can be valid).
+    fn enter(&mut self, i: usize) -> Result<bool, TerminalDwaError> {
+        self.poll.tick()?;
+        let node = &self.trie.nodes[i];
+        let d = node.depth as usize;
+        let WalkScratch { levels, outcome } = &mut self.scratch;
+        if levels.len() <= d {
+            levels.resize_with(d + 1, Vec::new);
+        }
+        let (before, after) = levels.split_at_mut(d);
+        let next = &mut after[0];
+        next.clear();
+        for &th in &before[d - 1] {
+            self.lexing.step(th, node.byte, &mut self.words, next);
+        }
+        if next.is_empty() {
+            return Ok(false);
+        }
+        self.words.merge(next);
+        self.lexing
+            .add_tokens(self.trie, i, next, &mut self.classes, outcome);
+        self.check_size()?;
+        Ok(true)
+    }
+}
+
 /// `n` cells, none set yet.
 fn unset<T>(n: usize) -> Vec<OnceLock<T>> {
     std::iter::repeat_with(OnceLock::new).take(n).collect()
@@ -1310,7 +1250,7 @@ pub enum TerminalDwaError {
     Budget(#[from] BudgetError),
 }
 
-/// Buffers [`Lexing::walk`] reuses from one call to the next (a boundary inside a
+/// Buffers [`Walk::walk`] reuses from one call to the next (a boundary inside a
 /// string walks once per exit, thousands of times).
 #[derive(Default)]
 struct WalkScratch {
