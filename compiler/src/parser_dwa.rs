@@ -28,6 +28,14 @@
 //! read once, which keeps the construction linear in the distinct reads rather than
 //! in the automaton's transitions.
 //!
+//! **Shared states.** The states depend on the Terminal DWA's words and final checks
+//! and on the heads, not on which tokens each class holds; the tokens only make the
+//! weights. Boundaries of one lexeme at different states mostly differ in their tokens
+//! alone (a number after `1` or after `1.5`, a property name where no declared name
+//! goes on), so their automata share one set of states ([`DwaShape`]), built once per
+//! grammar, and each boundary cuts its own token sets. Over the middle half of the
+//! MaskBench subset, 8,200 state sets serve 20,700 automata.
+//!
 //! End of sequence is a class like the others (its word ends the lexeme in progress
 //! and reads end of input), so the runtime needs no reduce chain for it either.
 
@@ -170,47 +178,86 @@ type Key = Vec<Thread>;
 /// default target and weight.
 type LocalState = (Vec<(u32, u32, u32)>, u32, u32);
 
-/// One boundary's automaton, with local state ids (0 = stop) and class-set weights.
+/// One boundary's automaton: its states, shared by the boundaries whose Terminal DWAs
+/// differ in their classes' tokens only ([`DwaShape`]), and its token sets.
 struct BoundaryDwa {
+    shape: Arc<DwaShape>,
+    /// Per local weight id (of the shape's class sets): its chunks, as ids of the
+    /// shared [`ChunkStore`]; 0 is empty.
+    weights: Vec<Vec<u32>>,
+}
+
+/// The states of a boundary's automaton, with local state ids (0 = stop) and
+/// class-set weights: a function of the words, final checks and heads alone
+/// ([`ShapeKey`]), which the token sets of the classes do not change.
+struct DwaShape {
     start: u32,
     /// Per local state: keyed transitions `(LR state, target, weight)` and default
     /// target; a target is a local state id or [`ParserDwa::FORK`] `|` a local fork id.
     states: Vec<LocalState>,
     /// Per local fork: the local states it continues in (two or more, increasing).
     forks: Vec<Vec<u32>>,
-    /// Per local weight id: its chunks, as ids of the shared [`ChunkStore`]; 0 is
-    /// empty.
-    weights: Vec<Vec<u32>>,
+    /// Per local weight id: the classes it accepts; 0 is empty.
+    weight_sets: Vec<ClassSet>,
     classes: usize,
     terminal_states: usize,
 }
 
-/// What a boundary's automaton is a function of: its Terminal DWA (words, final
-/// checks, class tokens) and the LR states a head can be in. Boundaries inside a long
-/// lexeme mostly agree on all of it: a `date-time`'s 11,000 lexer states are 13,000
-/// boundaries with 1,000 different automata, where a token cannot tell the remembered
-/// hour and minute (checked only for a leap second) apart. Hashed once, when made,
-/// so that the shared map's lock is held for a lookup only.
+/// What a boundary's automaton states are a function of: its Terminal DWA's words and
+/// final checks (not which tokens each class holds) and the LR states a head can be
+/// in. Boundaries of one lexeme at different states mostly have different tokens but
+/// the same words: a number after `1` or after `1.5`, a property name after `"a` or
+/// after `"ab` where no declared name goes on. Hashed once, when made, so that the
+/// shared map's lock is held for a lookup only.
 #[derive(PartialEq, Eq)]
-struct BoundaryKey {
+struct ShapeKey {
     hash: u64,
     succ: Vec<Vec<(u32, u32)>>,
     finals: Vec<Vec<(FinalCheck, ClassSet)>>,
-    class_tokens: Vec<ClassTokens>,
     heads: Vec<u32>,
 }
 
-impl BoundaryKey {
+impl ShapeKey {
     fn new(tdwa: &TerminalDwa, heads: &[u32]) -> Self {
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
-        (&tdwa.succ, &tdwa.finals, &tdwa.class_tokens, heads).hash(&mut h);
-        BoundaryKey {
+        (&tdwa.succ, &tdwa.finals, heads).hash(&mut h);
+        ShapeKey {
             hash: h.finish(),
             succ: tdwa.succ.clone(),
             finals: tdwa.finals.clone(),
-            class_tokens: tdwa.class_tokens.clone(),
             heads: heads.to_vec(),
+        }
+    }
+}
+
+impl std::hash::Hash for ShapeKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// What a boundary's whole automaton is a function of: its shape and its classes'
+/// tokens. Boundaries inside a long lexeme mostly agree on all of it: a `date-time`'s
+/// 11,000 lexer states are 13,000 boundaries with 1,000 different automata, where a
+/// token cannot tell the remembered hour and minute (checked only for a leap second)
+/// apart.
+#[derive(PartialEq, Eq)]
+struct BoundaryKey {
+    hash: u64,
+    shape: Arc<ShapeKey>,
+    class_tokens: Vec<ClassTokens>,
+}
+
+impl BoundaryKey {
+    fn new(shape: Arc<ShapeKey>, class_tokens: &[ClassTokens]) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (shape.hash, class_tokens).hash(&mut h);
+        BoundaryKey {
+            hash: h.finish(),
+            shape,
+            class_tokens: class_tokens.to_vec(),
         }
     }
 }
@@ -224,6 +271,9 @@ impl std::hash::Hash for BoundaryKey {
 /// One automaton, built by the first boundary of its [`BoundaryKey`] to ask.
 type SharedBuild = std::sync::OnceLock<Result<Option<Arc<BoundaryDwa>>, ParserDwaError>>;
 
+/// One automaton's states, built by the first boundary of its [`ShapeKey`] to ask.
+type SharedShape = std::sync::OnceLock<Result<Option<Arc<DwaShape>>, ParserDwaError>>;
+
 /// Sizes, for the compile summary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ParserDwaStats {
@@ -235,6 +285,15 @@ pub struct ParserDwaStats {
     pub terminal_dwa_states: usize,
     /// Boundaries past their per-boundary budget, left to the run-time trie walk.
     pub fallback_boundaries: usize,
+    /// Different automata over the boundaries (a boundary with the same Terminal DWA
+    /// and heads as another shares its automaton).
+    pub automata: usize,
+    /// Different automaton state sets built (automata whose Terminal DWAs differ only
+    /// in their classes' tokens share one).
+    pub shapes: usize,
+    /// States of all automata together before minimization: what `max_states`
+    /// (`--max-dwa-states`) bounds.
+    pub states_built: usize,
 }
 
 /// The chunks of token sets (see [`ParserDwa::chunk_table`]), interned across all
@@ -417,6 +476,7 @@ pub fn build_parser_dwa(
     let chunk_store = std::sync::Mutex::new(ChunkStore::default());
     let dense_classes = std::sync::Mutex::new(DenseClasses::default());
     let same = std::sync::Mutex::new(FxHashMap::<BoundaryKey, Arc<SharedBuild>>::default());
+    let shapes = std::sync::Mutex::new(FxHashMap::<Arc<ShapeKey>, Arc<SharedShape>>::default());
     let built: Vec<Option<Arc<BoundaryDwa>>> = boundaries
         .par_iter()
         .map(|&b| {
@@ -438,9 +498,12 @@ pub fn build_parser_dwa(
             let heads = lexing.head_states(b);
             // Boundaries with the same Terminal DWA and heads have the same automaton:
             // the first builds it, the others (waiting if it is under way) share it.
-            // (Waiting blocks a rayon worker: sound because `Builder::build` starts no
-            // rayon work that the waiting worker could be asked to run.)
-            let key = BoundaryKey::new(&tdwa, &heads);
+            // Where only their classes' tokens differ, they share its states, and each
+            // cuts its own token sets. (Waiting blocks a rayon worker: sound because
+            // `Builder::build` starts no rayon work that the waiting worker could be
+            // asked to run, and a worker building a shape waits for nothing.)
+            let shape_key = Arc::new(ShapeKey::new(&tdwa, &heads));
+            let key = BoundaryKey::new(shape_key.clone(), &tdwa.class_tokens);
             let shared = same
                 .lock()
                 .expect("no builder panicked")
@@ -466,9 +529,36 @@ pub fn build_parser_dwa(
                         token_ids: &trie.trie().token_ids,
                         eos,
                     };
-                    builder
-                        .build(vocab_len, &counter, &limits, deadline, &|| describe(b))
-                        .map(|d| d.map(Arc::new))
+                    let shape = shapes
+                        .lock()
+                        .expect("no builder panicked")
+                        .entry(shape_key)
+                        .or_default()
+                        .clone();
+                    let shape = shape
+                        .get_or_init(|| {
+                            builder
+                                .build(&counter, &limits, deadline, &|| describe(b))
+                                .map(|d| d.map(Arc::new))
+                        })
+                        .clone()?;
+                    let Some(shape) = shape else {
+                        return Ok(None);
+                    };
+                    // Every automaton is emitted with its own token sets, so its
+                    // states count for each (the build counted them while it ran
+                    // only to stop a runaway one early).
+                    let total = counter.fetch_add(shape.states.len() - 1, Ordering::Relaxed)
+                        + shape.states.len()
+                        - 1;
+                    if total > limits.max_states {
+                        return Err(ParserDwaError::States {
+                            limit: limits.max_states,
+                            boundary: describe(b),
+                        });
+                    }
+                    let weights = builder.token_chunks(&shape.weight_sets, vocab_len);
+                    Ok(Some(Arc::new(BoundaryDwa { shape, weights })))
                 })
                 .clone();
             // Per-boundary sizes and times, for finding what makes a grammar expensive.
@@ -480,8 +570,8 @@ pub fn build_parser_dwa(
                         tdwa.num_classes(),
                         tdwa.num_states(),
                         t1,
-                        d.states.len(),
-                        d.states.iter().map(|s| s.0.len()).sum::<usize>(),
+                        d.shape.states.len(),
+                        d.shape.states.iter().map(|s| s.0.len()).sum::<usize>(),
                         d.weights.len(),
                         t0.elapsed()
                     );
@@ -523,18 +613,20 @@ pub fn build_parser_dwa(
         boundaries: built.len(),
         ..Default::default()
     };
+    let mut shapes: std::collections::HashSet<*const DwaShape> = Default::default();
     for (b, dwa) in boundaries.iter().zip(&built) {
         let Some(dwa) = dwa else {
             stats.fallback_boundaries += 1;
             starts.insert(*b, ParserDwa::FALLBACK);
             continue;
         };
-        stats.token_classes += dwa.classes;
-        stats.terminal_dwa_states += dwa.terminal_states;
+        stats.token_classes += dwa.shape.classes;
+        stats.terminal_dwa_states += dwa.shape.terminal_states;
         if let Some(&start) = start_of.get(&Arc::as_ptr(dwa)) {
             starts.insert(*b, start);
             continue;
         }
+        shapes.insert(Arc::as_ptr(&dwa.shape));
         // Local state s > 0 becomes offset + s - 1; local 0 stays STOP.
         let offset = out.default_target.len() as u32;
         let state = |s: u32| {
@@ -552,7 +644,7 @@ pub fn build_parser_dwa(
                 state(s)
             }
         };
-        for members in &dwa.forks {
+        for members in &dwa.shape.forks {
             out.fork_states.extend(members.iter().map(|&s| state(s)));
             out.fork_index.push(out.fork_states.len() as u32);
         }
@@ -587,7 +679,7 @@ pub fn build_parser_dwa(
                 limit: limits.max_weight_bytes,
             });
         }
-        for (keys, default, default_weight) in &dwa.states[1..] {
+        for (keys, default, default_weight) in &dwa.shape.states[1..] {
             for &(r, target, w) in keys {
                 out.keys.push(r);
                 out.targets.push(global(target));
@@ -598,8 +690,8 @@ pub fn build_parser_dwa(
             out.default_weight
                 .push(local_weight[*default_weight as usize]);
         }
-        starts.insert(*b, state(dwa.start));
-        start_of.insert(Arc::as_ptr(dwa), state(dwa.start));
+        starts.insert(*b, state(dwa.shape.start));
+        start_of.insert(Arc::as_ptr(dwa), state(dwa.shape.start));
     }
     let configs = tables.conf_flags.len() as u32;
     for c in 0..configs {
@@ -613,6 +705,9 @@ pub fn build_parser_dwa(
     join_adjacent_chunks(&mut out);
     let t = std::time::Instant::now();
     let before = out.default_target.len();
+    stats.automata = start_of.len();
+    stats.shapes = shapes.len();
+    stats.states_built = before;
     let removed = crate::minimize::minimize(&mut out, deadline)?;
     if std::env::var_os("STACKMASK_DEBUG_DWA").is_some() {
         eprintln!(
@@ -726,15 +821,16 @@ impl Builder<'_> {
     /// ([`ChunkStore::intern_ids`]), larger ones through a whole mask.
     const FEW_TOKENS: u32 = 1024;
 
-    /// The boundary's automaton, or `None` past the per-boundary budget.
+    /// The boundary's automaton states, or `None` past the per-boundary budget. Its
+    /// states are not added to `counter` (the caller counts them for every boundary
+    /// that uses them), only checked against the limit as they are made.
     fn build(
         &self,
-        vocab_len: usize,
         counter: &AtomicUsize,
         limits: &ParserDwaLimits,
         deadline: &Deadline,
         describe: &dyn Fn() -> String,
-    ) -> Result<Option<BoundaryDwa>, ParserDwaError> {
+    ) -> Result<Option<DwaShape>, ParserDwaError> {
         let mut poll = deadline.poll(Stage::ParserDwa);
         poll.check()?;
         let max_states = limits.max_states;
@@ -901,19 +997,11 @@ impl Builder<'_> {
             states.push((trans, default.0, default.1));
             d += 1;
         }
-        counter.fetch_add(keys.len() - 1, Ordering::Relaxed);
-        if counter.load(Ordering::Relaxed) > max_states {
-            return Err(ParserDwaError::States {
-                limit: max_states,
-                boundary: describe(),
-            });
-        }
-        let weights = self.token_chunks(&weight_sets, vocab_len);
-        Ok(Some(BoundaryDwa {
+        Ok(Some(DwaShape {
             start,
             states,
             forks,
-            weights,
+            weight_sets,
             classes: k,
             terminal_states: self.tdwa.num_states(),
         }))

@@ -423,3 +423,31 @@ fn a_unit_chain_past_the_reduction_bound_names_that_bound() {
     assert!(err.contains("over 200 reductions"), "{err}");
     assert!(with_limit(&chain(300), 400).is_ok());
 }
+
+/// `--max-dwa-states` bounds the automaton states the artifact holds: a boundary that
+/// shares another's states (their tokens differ, their words do not) is emitted with
+/// its own token sets, so its states count again. Planted bug it catches: counting a
+/// shared state set once.
+#[test]
+fn the_dwa_state_limit_counts_shared_states_once_per_automaton() {
+    let src = std::fs::read_to_string(workspace().join("grammars").join("json.lark")).unwrap();
+    let build = |max_states: usize| {
+        let mut options = pipeline::CompileOptions::default();
+        options.dwa.max_states = max_states;
+        pipeline::build_artifact_from_source(&src, "json.lark", "bytes", &options, |_| {})
+    };
+    let stats = build(pipeline::CompileOptions::default().dwa.max_states)
+        .unwrap()
+        .dwa_stats;
+    assert!(
+        stats.shapes < stats.automata,
+        "the test needs boundaries that share states: {stats:?}"
+    );
+    let err = build(stats.states_built - 1).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("more than {} states", stats.states_built - 1))
+            && err.contains("--max-dwa-states"),
+        "{err}"
+    );
+    assert!(build(2 * stats.states_built).is_ok());
+}
