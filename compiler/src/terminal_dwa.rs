@@ -340,14 +340,13 @@ impl<'a> Lexing<'a> {
                 }
             }
         }
-        let configs = tables.conf_flags.len();
         let classes = tables.class_start.len() / 256;
+        let successors = config_successors(&tables);
         let class_reaches = (0..classes)
             .map(|k| {
                 reachable_configs(
-                    &tables,
+                    &successors,
                     &mut tables.class_start[k * 256..(k + 1) * 256].iter().copied(),
-                    configs,
                 )
             })
             .collect();
@@ -380,13 +379,41 @@ impl<'a> Lexing<'a> {
         }
     }
 
+    /// Drops what the boundaries' walks kept (bodies, memoized subtrees: many small
+    /// allocations) on a rayon pool thread, off the caller's sequential path.
+    pub fn drop_on_pool(self) {
+        let Lexing {
+            memo,
+            bodies,
+            config_bodies,
+            lexeme_runs,
+            config_runs,
+            set_bodies,
+            class_reaches,
+            follows,
+            ..
+        } = self;
+        rayon::spawn(move || {
+            drop((
+                memo,
+                bodies,
+                config_bodies,
+                lexeme_runs,
+                config_runs,
+                set_bodies,
+                class_reaches,
+                follows,
+            ))
+        });
+    }
+
     /// Every boundary the runtime can be at between tokens: the start of input, and
     /// every configuration reachable from a start configuration of grammar lexemes
     /// (for groups of grammar lexemes) or of ignore lexemes (for ignore groups).
     pub fn boundaries(&self) -> Vec<Boundary> {
         let t = &self.tables;
         let n = t.conf_flags.len();
-        let ignore = reachable_configs(t, &mut t.ignore_start.iter().copied(), n);
+        let ignore = reachable_configs(&config_successors(t), &mut t.ignore_start.iter().copied());
         let mut out = vec![Boundary::Initial];
         for c in 0..n as u32 {
             if self.class_reaches.iter().any(|r| r[c as usize]) {
@@ -1214,19 +1241,42 @@ fn unset<T>(n: usize) -> Vec<OnceLock<T>> {
     std::iter::repeat_with(OnceLock::new).take(n).collect()
 }
 
-/// The configurations reachable by byte steps from `seeds` (0 excluded).
+/// Per lexer configuration, the configurations one byte leads to (each once, 0
+/// excluded), as `(start, successors)` with configuration `c`'s at
+/// `successors[start[c]..start[c + 1]]`: made once, for every search over them (a
+/// search per expected class stepped all 256 bytes of every configuration it reached).
+fn config_successors(t: &TablesRef<'_>) -> (Vec<u32>, Vec<u32>) {
+    let n = t.conf_flags.len();
+    let width = t.byte_classes as usize;
+    let mut start = Vec::with_capacity(n + 1);
+    let mut successors = Vec::new();
+    start.push(0);
+    for row in t.conf_next.chunks(width).take(n) {
+        let from = successors.len();
+        for &d in row {
+            if d != 0 && !successors[from..].contains(&d) {
+                successors.push(d);
+            }
+        }
+        start.push(successors.len() as u32);
+    }
+    (start, successors)
+}
+
+/// The configurations reachable by byte steps from `seeds` (0 excluded), over the
+/// steps of [`config_successors`].
 fn reachable_configs(
-    t: &TablesRef<'_>,
+    (start, successors): &(Vec<u32>, Vec<u32>),
     seeds: &mut dyn Iterator<Item = u32>,
-    n: usize,
 ) -> Vec<bool> {
-    let mut seen = vec![false; n];
+    let mut seen = vec![false; start.len() - 1];
     let mut stack: Vec<u32> = seeds.filter(|&c| c != 0).collect();
     while let Some(c) = stack.pop() {
         if std::mem::replace(&mut seen[c as usize], true) {
             continue;
         }
-        stack.extend((0..=255u8).map(|b| t.conf_step(c, b)).filter(|&d| d != 0));
+        let next = &successors[start[c as usize] as usize..start[c as usize + 1] as usize];
+        stack.extend(next.iter().filter(|&&d| !seen[d as usize]));
     }
     seen
 }
