@@ -117,7 +117,7 @@ impl BodyTable {
             rows.push(row_start as u32);
             for &(last, next) in row.as_ref() {
                 let code = match next {
-                    Self::END | Self::DEAD => next,
+                    Self::END | Self::DEAD | Self::CUT => next,
                     next if depth[i] + 1 >= Self::MAX_DEPTH && !index.contains_key(&next) => {
                         Self::CUT
                     }
@@ -169,6 +169,42 @@ impl BodyTable {
     /// Whether some state steps some byte to `code`.
     pub fn has_code(&self, code: u32) -> bool {
         self.runs.iter().any(|r| r.1 == code)
+    }
+
+    /// State `s`'s runs.
+    fn row(&self, s: u32) -> &[(u8, u32)] {
+        let end = self
+            .rows
+            .get(s as usize + 1)
+            .map_or(self.runs.len(), |&e| e as usize);
+        &self.runs[self.rows[s as usize] as usize..end]
+    }
+
+    /// The states other than the start that loop on some byte and cannot lead back to
+    /// the start: where a lexeme settles into a loop it leaves only to end (a string's
+    /// content after a property name's declared prefixes). The table from such a state
+    /// is often a table of its own, walked for other lexemes too.
+    fn loop_entries(&self) -> Vec<u32> {
+        let n = self.num_states();
+        let mut seen = vec![false; n];
+        let mut stack = Vec::new();
+        (1..n as u32)
+            .filter(|&s| self.row(s).iter().any(|&(_, next)| next == s))
+            .filter(|&s| {
+                seen.iter_mut().for_each(|x| *x = false);
+                stack.clear();
+                stack.push(s);
+                while let Some(r) = stack.pop() {
+                    for &(_, next) in self.row(r) {
+                        if (next as usize) < n && !std::mem::replace(&mut seen[next as usize], true)
+                        {
+                            stack.push(next);
+                        }
+                    }
+                }
+                !seen[0]
+            })
+            .collect()
     }
 
     /// State `s`'s code for byte `b`.
@@ -244,8 +280,18 @@ pub struct BodyWalk {
 }
 
 impl BodyWalk {
-    /// Walks the subtree of trie node `root` under `table`.
-    fn new(trie: TrieRef<'_>, root: usize, table: &BodyTable) -> Self {
+    /// Walks the subtree of trie node `root` under `table` (interned as `own`, if it
+    /// is). Where the lexeme enters a state from which the table is another interned
+    /// table (`subs`, see [`PreparedTrie::subs`]) at a node with a large subtree, that
+    /// subtree's walk comes from `prepared`'s store, under that table.
+    fn new(
+        prepared: &PreparedTrie,
+        root: usize,
+        table: &BodyTable,
+        own: Option<u32>,
+        subs: &[Option<Sub>],
+    ) -> Self {
+        let trie = prepared.trie.view();
         let mut walk = BodyWalk::default();
         let base = trie.nodes[root].depth as usize;
         // states[d]: the canonical state d bytes below the root.
@@ -268,10 +314,32 @@ impl BodyWalk {
                     return walk;
                 }
                 next => {
-                    states.truncate(d);
-                    states.push(next);
-                    walk.add_tokens(trie, i);
-                    i += 1;
+                    let sub = subs.get(next as usize).and_then(Option::as_ref);
+                    match sub {
+                        Some(sub)
+                            if Some(sub.id) != own
+                                && node.subtree_size as usize >= prepared.splice_min_nodes =>
+                        {
+                            let inner = prepared.walk_id(i, sub.id);
+                            if inner.truncated {
+                                walk.truncated = true;
+                                return walk;
+                            }
+                            for &range in &inner.tokens {
+                                walk.add_range(range);
+                            }
+                            walk.exits.extend(
+                                (inner.exits.iter()).map(|&(n, s)| (n, sub.states[s as usize])),
+                            );
+                            i = trie.subtree_end(i);
+                        }
+                        _ => {
+                            states.truncate(d);
+                            states.push(next);
+                            walk.add_tokens(trie, i);
+                            i += 1;
+                        }
+                    }
                 }
             }
         }
@@ -280,10 +348,13 @@ impl BodyWalk {
 
     fn add_tokens(&mut self, trie: TrieRef<'_>, node: usize) {
         let n = &trie.nodes[node];
-        if n.num_tokens == 0 {
-            return;
+        if n.num_tokens > 0 {
+            self.add_range((n.first_token, n.first_token + n.num_tokens));
         }
-        let range = (n.first_token, n.first_token + n.num_tokens);
+    }
+
+    /// Adds token positions `range`, joined to the last range where they meet.
+    fn add_range(&mut self, range: (u32, u32)) {
         match self.tokens.last_mut() {
             Some(last) if last.1 == range.0 => last.1 = range.1,
             _ => self.tokens.push(range),
@@ -306,6 +377,17 @@ pub struct PreparedTrie {
     /// Its wide nodes' children by byte.
     wide: WideChildren,
     store: Mutex<Store>,
+    /// Fewest trie nodes under a node for a walk to take that subtree's walk under
+    /// another table from the store ([`PreparedTrie::SPLICE_MIN_NODES`]).
+    splice_min_nodes: usize,
+}
+
+/// Where a table, from one of its states, is another interned table: that table's id
+/// and, per its state, the state of the first table it stands for.
+#[derive(Debug)]
+struct Sub {
+    id: u32,
+    states: Box<[u32]>,
 }
 
 /// A body table as [`PreparedTrie::intern`] returns it.
@@ -323,6 +405,9 @@ struct Store {
     ids: FxHashMap<BodyTable, u32>,
     tables: Vec<Arc<BodyTable>>,
     walks: FxHashMap<(u32, u32), Arc<BodyWalk>>,
+    /// Per table id, once walked: per state, the table it is from there, if interned
+    /// ([`PreparedTrie::subs`]).
+    subs: FxHashMap<u32, Arc<[Option<Sub>]>>,
     bytes: usize,
 }
 
@@ -331,6 +416,11 @@ impl PreparedTrie {
     /// vocabulary is about 0.3 MB); past it, walks are made and dropped.
     pub const MAX_BYTES: usize = 256 << 20;
 
+    /// Fewest nodes in a subtree for a walk to take it from another table's walk
+    /// ([`PreparedTrie::subs`]): a small subtree is cheaper to walk than to look up
+    /// and copy, and its walk would be one more kept.
+    pub const SPLICE_MIN_NODES: usize = 64;
+
     /// Prepares `trie` (nothing is walked yet).
     pub fn new(trie: impl Into<Arc<TokenTrie>>) -> Self {
         let trie = trie.into();
@@ -338,6 +428,17 @@ impl PreparedTrie {
             wide: WideChildren::new(trie.view()),
             trie,
             store: Mutex::default(),
+            splice_min_nodes: Self::SPLICE_MIN_NODES,
+        }
+    }
+
+    /// [`PreparedTrie::new`] taking subtrees from other tables' walks down to
+    /// `min_nodes` nodes, so that small tries exercise it.
+    #[cfg(test)]
+    fn with_splice_min_nodes(trie: TokenTrie, min_nodes: usize) -> Self {
+        PreparedTrie {
+            splice_min_nodes: min_nodes,
+            ..PreparedTrie::new(trie)
         }
     }
 
@@ -390,20 +491,60 @@ impl PreparedTrie {
     /// The walk of trie node `root`'s subtree under `body`: kept, or made now (and
     /// kept while the store has room).
     pub fn walk(&self, root: usize, body: &Interned) -> Arc<BodyWalk> {
-        if let Some(id) = body.id {
-            if let Some(w) = self.store().walks.get(&(root as u32, id)) {
+        match body.id {
+            Some(id) => self.walk_id(root, id),
+            None => Arc::new(BodyWalk::new(self, root, &body.table, None, &[])),
+        }
+    }
+
+    /// [`PreparedTrie::walk`] under interned table `id`.
+    fn walk_id(&self, root: usize, id: u32) -> Arc<BodyWalk> {
+        let table = {
+            let store = self.store();
+            if let Some(w) = store.walks.get(&(root as u32, id)) {
                 return w.clone();
             }
-        }
-        let walk = Arc::new(BodyWalk::new(self.trie.view(), root, &body.table));
-        if let Some(id) = body.id {
-            let mut store = self.store();
-            if store.bytes + walk.bytes() <= Self::MAX_BYTES {
-                store.bytes += walk.bytes();
-                store.walks.insert((root as u32, id), walk.clone());
-            }
+            store.tables[id as usize].clone()
+        };
+        let subs = self.subs(id, &table);
+        let walk = Arc::new(BodyWalk::new(self, root, &table, Some(id), &subs));
+        let mut store = self.store();
+        if store.bytes + walk.bytes() <= Self::MAX_BYTES {
+            store.bytes += walk.bytes();
+            store.walks.insert((root as u32, id), walk.clone());
         }
         walk
+    }
+
+    /// Per state of interned table `id`: the interned table it is from there, for the
+    /// states where it settles into a loop ([`BodyTable::loop_entries`]). A property name's body is
+    /// its declared names' prefixes, then a JSON string's content: from where no
+    /// declared name goes on, its walk is the string's, kept at every wide node, and a
+    /// new name body need not walk those subtrees again (they were most of the trie
+    /// walked for a schema's names). Worked out once per table; a table interned later
+    /// is not looked for (walks are the same either way).
+    fn subs(&self, id: u32, table: &BodyTable) -> Arc<[Option<Sub>]> {
+        if let Some(subs) = self.store().subs.get(&id) {
+            return subs.clone();
+        }
+        let mut subs: Vec<Option<Sub>> = Vec::new();
+        for s in table.loop_entries() {
+            let Some((sub, states)) =
+                BodyTable::canonical_of_runs(s, |r| table.row(r), |_| false, usize::MAX)
+            else {
+                continue;
+            };
+            if let Some(&sub_id) = self.store().ids.get(&sub) {
+                subs.resize_with(s as usize + 1, || None);
+                subs[s as usize] = Some(Sub {
+                    id: sub_id,
+                    states: states.into_boxed_slice(),
+                });
+            }
+        }
+        let subs: Arc<[Option<Sub>]> = subs.into();
+        self.store().subs.insert(id, subs.clone());
+        subs
     }
 
     /// How many body tables and walks are kept (for tests and diagnostics).
@@ -684,5 +825,49 @@ mod tests {
             assert_eq!(prepared.intern(table).id, interned.id);
             assert_eq!(prepared.kept().0, 1);
         }
+    }
+
+    /// A walk that takes subtrees from the walks of the tables its loops are (every
+    /// node, in these small tries) equals the byte-by-byte walk; and it does take
+    /// some. Planted bugs this catches: an exit's state not mapped back, a sub-walk's
+    /// tokens dropped.
+    #[test]
+    fn walks_through_other_tables_equal_the_byte_by_byte_walk() {
+        let mut rng = XorShift(0x5b1c_0e55);
+        let mut spliced = 0;
+        for case in 0..200 {
+            let entries: Vec<Option<(Vec<u8>, TokenKind)>> = (0..60)
+                .map(|_| {
+                    let len = 1 + rng.below(7) as usize;
+                    let token = (0..len).map(|_| b"abcde"[rng.below(5) as usize]).collect();
+                    Some((token, TokenKind::Normal))
+                })
+                .collect();
+            let vocab = Vocabulary::from_entries("random", entries, 0);
+            let prepared = PreparedTrie::with_splice_min_nodes(crate::vocab::build_trie(&vocab), 1);
+            let n = 2 + rng.below(6) as u32;
+            let a = random_automaton(&mut rng, n);
+            // Every state's own table interned first, so that loops find theirs.
+            for s in (0..n).rev() {
+                if let Some((t, _)) = BodyTable::canonical(100 + s, step_of(&a), |_| false) {
+                    prepared.intern(t);
+                }
+            }
+            let (table, _) = BodyTable::canonical(100, step_of(&a), |_| false).unwrap();
+            let interned = prepared.intern(table.clone());
+            let t = prepared.trie().view();
+            let mut root = 1;
+            while root < t.nodes.len() {
+                let walk = prepared.walk(root, &interned);
+                let naive = naive_walk(prepared.trie(), root, &table);
+                assert_eq!(walk.tokens, naive.tokens, "case {case} root {root}");
+                assert_eq!(walk.exits, naive.exits, "case {case} root {root}");
+                assert!(!walk.truncated);
+                root = t.subtree_end(root);
+            }
+            let roots = t.nodes.iter().filter(|n| n.depth == 1).count();
+            spliced += prepared.kept().1 - roots;
+        }
+        assert!(spliced > 100, "walks taken from other tables: {spliced}");
     }
 }
