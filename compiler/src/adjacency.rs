@@ -179,6 +179,16 @@ pub fn check_dead_ends(g: &Grammar, dfas: &[ByteDfa]) -> Result<(), DeadEndError
         let d = &dfas[t];
         let lazy = g.terminals[t].lazy;
         let states = d.num_states();
+        // A lexeme that cannot go on once it may end (a literal, a quoted string)
+        // blocks no byte after it, and every state of a trimmed DFA can reach an end:
+        // no dead end, whatever follows (most terminals of a JSON Schema's grammar).
+        let trimmed = (1..states as u32).all(|q| d.is_live(q));
+        let ends_closed = (0..states as u32)
+            .filter(|&q| d.is_accepting(q))
+            .all(|q| (0..=255u8).all(|b| !d.extends(q, b)));
+        if trimmed && ends_closed {
+            continue;
+        }
         // Only states a lexeme can continue from have edges: a lazy lexeme ends at its
         // first match.
         let preds = ReverseEdges::new(&d.trans, 256, |q| {
