@@ -756,6 +756,39 @@ mod tests {
         assert_eq!(b.exits.len(), 2);
     }
 
+    /// A trie over `tokens` random tokens of 1 to `max_len` bytes from `abcde`.
+    fn random_trie(rng: &mut XorShift, tokens: usize, max_len: u64) -> TokenTrie {
+        let entries: Vec<Option<(Vec<u8>, TokenKind)>> = (0..tokens)
+            .map(|_| {
+                let len = 1 + rng.below(max_len) as usize;
+                let token = (0..len).map(|_| b"abcde"[rng.below(5) as usize]).collect();
+                Some((token, TokenKind::Normal))
+            })
+            .collect();
+        crate::vocab::build_trie(&Vocabulary::from_entries("random", entries, 0))
+    }
+
+    /// Every first byte's walk under `interned` (`table`) is the byte-by-byte walk,
+    /// not truncated, and kept: asked again, the same walk comes back.
+    fn assert_walks_are_naive(
+        prepared: &PreparedTrie,
+        interned: &Interned,
+        table: &BodyTable,
+        case: usize,
+    ) {
+        let t = prepared.trie().view();
+        let mut root = 1;
+        while root < t.nodes.len() {
+            let walk = prepared.walk(root, interned);
+            let naive = naive_walk(prepared.trie(), root, table);
+            assert_eq!(walk.tokens, naive.tokens, "case {case} root {root}");
+            assert_eq!(walk.exits, naive.exits, "case {case} root {root}");
+            assert!(!walk.truncated, "case {case} root {root}");
+            assert!(Arc::ptr_eq(&walk, &prepared.walk(root, interned)));
+            root = t.subtree_end(root);
+        }
+    }
+
     /// The walk of a subtree, byte by byte from each token's own path: the tokens whose
     /// every byte after the root's goes on, and the nodes whose byte ends the lexeme
     /// after a path that went on.
@@ -797,30 +830,12 @@ mod tests {
     fn walks_equal_the_byte_by_byte_walk_and_are_kept_per_table() {
         let mut rng = XorShift(0x7e57_b0d1);
         for case in 0..60 {
-            let entries: Vec<Option<(Vec<u8>, TokenKind)>> = (0..40)
-                .map(|_| {
-                    let len = 1 + rng.below(5) as usize;
-                    let token = (0..len).map(|_| b"abcde"[rng.below(5) as usize]).collect();
-                    Some((token, TokenKind::Normal))
-                })
-                .collect();
-            let vocab = Vocabulary::from_entries("random", entries, 0);
-            let prepared = PreparedTrie::new(crate::vocab::build_trie(&vocab));
+            let prepared = PreparedTrie::new(random_trie(&mut rng, 40, 5));
             let n = 1 + rng.below(6) as u32;
             let a = random_automaton(&mut rng, n);
             let (table, _) = BodyTable::canonical(100, step_of(&a), |_| false).unwrap();
             let interned = prepared.intern(table.clone());
-            let t = prepared.trie().view();
-            let mut root = 1;
-            while root < t.nodes.len() {
-                let walk = prepared.walk(root, &interned);
-                let naive = naive_walk(prepared.trie(), root, &table);
-                assert_eq!(walk.tokens, naive.tokens, "case {case} root {root}");
-                assert_eq!(walk.exits, naive.exits, "case {case} root {root}");
-                // Asked again, the same walk comes back from the store.
-                assert!(Arc::ptr_eq(&walk, &prepared.walk(root, &interned)));
-                root = t.subtree_end(root);
-            }
+            assert_walks_are_naive(&prepared, &interned, &table, case);
             // An equal table is the same entry.
             assert_eq!(prepared.intern(table).id, interned.id);
             assert_eq!(prepared.kept().0, 1);
@@ -836,15 +851,7 @@ mod tests {
         let mut rng = XorShift(0x5b1c_0e55);
         let mut spliced = 0;
         for case in 0..200 {
-            let entries: Vec<Option<(Vec<u8>, TokenKind)>> = (0..60)
-                .map(|_| {
-                    let len = 1 + rng.below(7) as usize;
-                    let token = (0..len).map(|_| b"abcde"[rng.below(5) as usize]).collect();
-                    Some((token, TokenKind::Normal))
-                })
-                .collect();
-            let vocab = Vocabulary::from_entries("random", entries, 0);
-            let prepared = PreparedTrie::with_splice_min_nodes(crate::vocab::build_trie(&vocab), 1);
+            let prepared = PreparedTrie::with_splice_min_nodes(random_trie(&mut rng, 60, 7), 1);
             let n = 2 + rng.below(6) as u32;
             let a = random_automaton(&mut rng, n);
             // Every state's own table interned first, so that loops find theirs.
@@ -855,16 +862,8 @@ mod tests {
             }
             let (table, _) = BodyTable::canonical(100, step_of(&a), |_| false).unwrap();
             let interned = prepared.intern(table.clone());
+            assert_walks_are_naive(&prepared, &interned, &table, case);
             let t = prepared.trie().view();
-            let mut root = 1;
-            while root < t.nodes.len() {
-                let walk = prepared.walk(root, &interned);
-                let naive = naive_walk(prepared.trie(), root, &table);
-                assert_eq!(walk.tokens, naive.tokens, "case {case} root {root}");
-                assert_eq!(walk.exits, naive.exits, "case {case} root {root}");
-                assert!(!walk.truncated);
-                root = t.subtree_end(root);
-            }
             let roots = t.nodes.iter().filter(|n| n.depth == 1).count();
             spliced += prepared.kept().1 - roots;
         }

@@ -382,29 +382,15 @@ impl<'a> Lexing<'a> {
     /// Drops what the boundaries' walks kept (bodies, memoized subtrees: many small
     /// allocations) on a rayon pool thread, off the caller's sequential path.
     pub fn drop_on_pool(self) {
-        let Lexing {
-            memo,
-            bodies,
-            config_bodies,
-            lexeme_runs,
-            config_runs,
-            set_bodies,
-            class_reaches,
-            follows,
-            ..
-        } = self;
-        rayon::spawn(move || {
-            drop((
-                memo,
-                bodies,
-                config_bodies,
-                lexeme_runs,
-                config_runs,
-                set_bodies,
-                class_reaches,
-                follows,
-            ))
-        });
+        let kept = (
+            self.memo,
+            self.bodies,
+            self.config_bodies,
+            self.lexeme_runs,
+            self.config_runs,
+            self.set_bodies,
+        );
+        rayon::spawn(move || drop(kept));
     }
 
     /// Every boundary the runtime can be at between tokens: the start of input, and
