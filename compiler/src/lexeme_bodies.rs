@@ -543,7 +543,16 @@ impl PreparedTrie {
             }
         }
         let subs: Arc<[Option<Sub>]> = subs.into();
-        self.store().subs.insert(id, subs.clone());
+        // Kept within the store's budget, like the walks (past it, worked out again).
+        let bytes = 16 * subs.len()
+            + (subs.iter().flatten())
+                .map(|sub| 4 * sub.states.len())
+                .sum::<usize>();
+        let mut store = self.store();
+        if store.bytes + bytes <= Self::MAX_BYTES {
+            store.bytes += bytes;
+            store.subs.insert(id, subs.clone());
+        }
         subs
     }
 
