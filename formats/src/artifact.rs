@@ -55,11 +55,12 @@ pub const MAGIC: [u8; 8] = *b"SMASK\0\r\n";
 /// version 3 the ignore follow sets (exact masks at greedy dead ends) and version 4
 /// factored Parser DWA states (forks) and run-encoded token sets, version 5 token-set
 /// chunks aligned to 8-word blocks, and version 6 the LR tables stored by row
-/// displacement (sections `LRAB`/`LRAK`/`LRAX`, `LRGB`/`LRGK`/`LRGT`), and version 7
-/// lexer tables with a column per byte class (section `DFAC`), so an older artifact is
-/// refused with a "recompile" message instead of a missing section or a validation
-/// error.
-pub const FORMAT_VERSION: u32 = 7;
+/// displacement (sections `LRAB`/`LRAK`/`LRAX`, `LRGB`/`LRGK`/`LRGT`), version 7
+/// lexer tables with a column per byte class (section `DFAC`), and version 8 a
+/// terminal's language as a difference in `META`'s grammar (`Terminal::difference`), so
+/// an older artifact is refused with a "recompile" message instead of a missing
+/// section, a bincode error or a validation error.
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Length in bytes of the fixed header (format versions 1 and 2).
 pub const HEADER_LEN: usize = 64;

@@ -207,3 +207,94 @@ pub mod kind_code {
     /// [`crate::TokenKind::Unused`].
     pub const UNUSED: u8 = 2;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::{content_hash, FORMAT_VERSION};
+    use crate::{Difference, Location, Nonterminal, Rule, Symbol, Terminal};
+
+    /// An `ArtifactMeta` with every field set and every `Option` and enum variant
+    /// present, so that any change to how `META` encodes changes its bytes.
+    fn every_field() -> ArtifactMeta {
+        let terminal = |name: &str, difference| Terminal {
+            name: name.into(),
+            regex: "[a-z]+".into(),
+            lazy: true,
+            priority: -2,
+            defined_at: Some(Location { line: 3, col: 7 }),
+            difference,
+        };
+        ArtifactMeta {
+            stackmask_version: "0.1.0".into(),
+            grammar_name: "g.lark".into(),
+            tokenizer: "bytes".into(),
+            grammar: Grammar {
+                source_name: "g.lark".into(),
+                terminals: vec![
+                    terminal(
+                        "KEY",
+                        Some(Difference {
+                            base: "\"[a-z]*\"".into(),
+                            words: vec![b"\"a\"".to_vec()],
+                        }),
+                    ),
+                    terminal("WS", None),
+                ],
+                nonterminals: vec![Nonterminal {
+                    name: "start".into(),
+                }],
+                rules: vec![Rule {
+                    lhs: 0,
+                    rhs: vec![Symbol::Terminal(0), Symbol::Nonterminal(0)],
+                }],
+                start: 0,
+                ignore: vec![1],
+                allow_initial_skip: true,
+            },
+            vocab_len: 257,
+            eos: 256,
+            num_terminals: 3,
+            num_nonterminals: 2,
+            num_states: 5,
+            start_state: 1,
+            expected_words: 1,
+            byte_classes: 4,
+            allow_initial_skip: true,
+            conflicts: 1,
+            lexer_configs: 6,
+            mask_stats: MaskStats {
+                boundaries: 1,
+                token_classes: 2,
+                terminal_dwa_states: 3,
+                parser_dwa_states: 4,
+                parser_dwa_transitions: 5,
+                weights: 6,
+                weight_bytes: 7,
+                fallback_boundaries: 8,
+            },
+        }
+    }
+
+    /// `META`'s encoding as of the format version it was last checked against: the
+    /// version, and the xxh3 of [`every_field`] encoded as the writer encodes it.
+    const PINNED: (u32, u64) = (8, 0xd27f_3714_5c2d_2214);
+
+    /// A field added to `ArtifactMeta` or to the grammar IR inside it changes what
+    /// `META` holds: artifacts written before it no longer decode (a bincode error,
+    /// not "recompile") unless the format version moves with it. Format 7 shipped
+    /// `Terminal::difference` without a bump; this catches the next such change.
+    #[test]
+    fn meta_encoding_changes_only_with_the_format_version() {
+        let bytes = bincode::serde::encode_to_vec(every_field(), bincode::config::standard())
+            .expect("encodes");
+        let found = (FORMAT_VERSION, content_hash(&bytes));
+        assert_eq!(
+            found, PINNED,
+            "META encodes differently from what format version {} pinned: if the encoding \
+             changed, bump FORMAT_VERSION (formats/ARTIFACT.md, \"Versioning\") and pin \
+             ({}, {:#x}) here",
+            PINNED.0, found.0, found.1
+        );
+    }
+}

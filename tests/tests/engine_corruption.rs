@@ -49,6 +49,28 @@ fn load_err(bytes: &[u8], what: &str) -> EngineError {
     }
 }
 
+/// An artifact of format 7 as `stackmask compile grammars/expr.lark --tokenizer bytes`
+/// wrote it before `META`'s grammar gained `Terminal::difference` (which format 8
+/// marks): it must be refused as an older format, not fail in bincode's decoder.
+#[test]
+fn a_format_7_artifact_is_refused_with_recompile() {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/expr_bytes_format7.smask"
+    ))
+    .expect("the fixture");
+    match load_err(&bytes, "format 7") {
+        e @ EngineError::Artifact(ArtifactError::UnsupportedVersion {
+            found: 7,
+            supported,
+        }) => {
+            assert_eq!(supported, FORMAT_VERSION);
+            assert!(e.to_string().contains("recompile"), "{e}");
+        }
+        e => panic!("format 7 artifact: {e:?}"),
+    }
+}
+
 /// Re-seals the header: recomputes the header checksum (xxh3-64 of bytes 0..56 and the
 /// section table, ARTIFACT.md) after a header field was edited on purpose.
 fn reseal(bytes: &mut [u8]) {
@@ -302,10 +324,10 @@ fn wrong_magic_and_version_are_specific_errors() {
             e => panic!("magic {magic:?}: {e:?}"),
         }
     }
-    // Versions 1 to 5 are real older artifacts (no Parser DWA; no ignore follow sets;
-    // up to 4, dense LR tables the loader would find missing): refused, with
-    // "recompile".
-    for version in [0u32, 1, 2, 3, 4, 5, FORMAT_VERSION + 1, u32::MAX] {
+    // Every older version is a real older artifact (no Parser DWA; no ignore follow
+    // sets; dense LR tables; lexer columns per byte; no terminal differences in META):
+    // refused, with "recompile".
+    for version in (0..FORMAT_VERSION).chain([FORMAT_VERSION + 1, u32::MAX]) {
         for resealed in [false, true] {
             let mut b = bytes.to_vec();
             b[8..12].copy_from_slice(&version.to_le_bytes());
