@@ -226,7 +226,9 @@ impl DwaWalk {
             }
         }
         self.memo.end(gss.nodes.len() as u32);
-        self.cache.write(dwa, &mut self.weights, mask);
+        let (collected, walk) = (&self.collected, self.walk);
+        self.cache
+            .write(dwa, &self.weights, |w| collected[w as usize] == walk, mask);
         true
     }
 
