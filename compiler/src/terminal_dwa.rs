@@ -23,6 +23,8 @@
 //! group's, or a set of lexemes started within the token), and at the trie's wide
 //! nodes a narrow lexeme enters only its live children ([`crate::wide_children`]).
 
+mod chain;
+
 use crate::budget::{BudgetError, Poll};
 use crate::lexeme_bodies::{BodyTable, BodyWalk, ByteRuns, Interned, PreparedTrie};
 use crate::wide_children::{insert_range, ByteSet};
@@ -131,7 +133,7 @@ pub enum Boundary {
 /// different words (`++` as `INC` or as `PLUS PLUS`) share all their continuations, so
 /// they continue as one node whose words are the union of theirs. This keeps the
 /// automaton linear in the token lengths where the words are exponential.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TerminalDwa {
     /// The boundary.
     pub boundary: Boundary,
@@ -266,6 +268,13 @@ pub struct Lexing<'a> {
     term_states: Vec<u32>,
     /// Per set of lexemes started together (sorted): its body, once asked.
     set_bodies: Mutex<FxHashMap<LexemeSet, Option<Arc<SetBody>>>>,
+    /// Chain DFAs ([`chain`]) between walks: each walk takes one and puts it back, so
+    /// that a worker's boundaries share the transitions worked out so far (a small
+    /// boundary's walk needs a few dozen, too few to pay for working them out alone).
+    chains: Mutex<Vec<chain::ChainDfa>>,
+    /// Whether walks take chain walks where they apply (off only to test them
+    /// against the thread-by-thread walk).
+    chain_walks: bool,
 }
 
 /// A lexeme state's body: its interned [`BodyTable`] and, per canonical state, the
@@ -376,6 +385,8 @@ impl<'a> Lexing<'a> {
             lexeme_runs: unset(tables.dfa_term.len()),
             config_runs: unset(tables.conf_flags.len()),
             set_bodies: Mutex::default(),
+            chains: Mutex::default(),
+            chain_walks: true,
         }
     }
 
@@ -389,6 +400,7 @@ impl<'a> Lexing<'a> {
             self.lexeme_runs,
             self.config_runs,
             self.set_bodies,
+            self.chains,
         );
         rayon::spawn(move || drop(kept));
     }
@@ -485,8 +497,12 @@ impl<'a> Lexing<'a> {
         let Walk {
             mut words,
             mut classes,
+            scratch,
             ..
         } = walk;
+        (self.chains.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .push(scratch.chain);
         let mut outcome: Vec<(u32, FinalCheck)> = Vec::new();
 
         // End of sequence: the grammar lexeme in progress ends, then end of input.
@@ -804,11 +820,33 @@ impl<'a> Lexing<'a> {
         }
     }
 
+    /// The bytes lexemes `lexemes` can go on with (a byte that is not
+    /// [`BodyTable::DEAD`] in a lexeme state's byte runs either goes on in the lexeme
+    /// or ends it, and then lexemes starting with it may follow); `None` at the start
+    /// of input, where any byte may start a lexeme.
+    fn live_bytes(&self, lexemes: impl Iterator<Item = (Kind, u32)>) -> Option<ByteSet> {
+        let mut live: ByteSet = [0; 4];
+        for (kind, state) in lexemes {
+            if kind == Kind::Start {
+                return None;
+            }
+            let mut from = 0u8;
+            for &(last, code) in self.lexeme_runs(state).as_ref() {
+                if code != BodyTable::DEAD {
+                    insert_range(&mut live, from, last);
+                }
+                from = last.wrapping_add(1);
+            }
+        }
+        Some(live)
+    }
+
     /// One byte for one thread, as the GLR runtime lexes it.
     fn step(&self, th: Thread, b: u8, words: &mut WordDag, out: &mut Vec<Thread>) {
         let t = &self.tables;
         if th.kind == Kind::Start {
-            self.start_lexemes(th.word, b, t.allow_initial_skip, words, out);
+            let last = words.last[th.word as usize];
+            self.start_lexemes(th.word, last, b, t.allow_initial_skip, out);
             return;
         }
         let term = t.dfa_term[th.state as usize];
@@ -817,7 +855,7 @@ impl<'a> Lexing<'a> {
                 Kind::Group | Kind::Fresh => words.child(th.word, term),
                 _ => th.word,
             };
-            self.start_lexemes(word, b, true, words, out);
+            self.start_lexemes(word, words.last[word as usize], b, true, out);
         } else {
             let next = t.dfa_next(th.state, b);
             if t.dfa_live(next) {
@@ -826,17 +864,9 @@ impl<'a> Lexing<'a> {
         }
     }
 
-    /// Lexemes starting with byte `b` after `word` (only terminals that can follow
-    /// the word's last one).
-    fn start_lexemes(
-        &self,
-        word: u32,
-        b: u8,
-        with_ignore: bool,
-        words: &WordDag,
-        out: &mut Vec<Thread>,
-    ) {
-        let last = words.last[word as usize];
+    /// Lexemes starting with byte `b` after `word`, whose last terminal is `last`
+    /// (only terminals that can follow it).
+    fn start_lexemes(&self, word: u32, last: u32, b: u8, with_ignore: bool, out: &mut Vec<Thread>) {
         for &state in &self.fresh_start[b as usize] {
             let x = self.tables.dfa_term[state as usize];
             if last == NONE || self.follows[last as usize * self.terminals + x as usize] {
@@ -869,6 +899,8 @@ struct Walk<'w, 'a, 'p> {
     max_states: usize,
     poll: &'w mut Poll<'p>,
     scratch: WalkScratch,
+    /// The class of each (word, chain state) pair the chain walk has added tokens to.
+    chain_classes: FxHashMap<(u32, u32), u32>,
 }
 
 impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
@@ -881,7 +913,14 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             classes: ClassInterner::default(),
             max_states,
             poll,
-            scratch: WalkScratch::default(),
+            scratch: WalkScratch {
+                chain: (lexing.chains.lock())
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pop()
+                    .unwrap_or_default(),
+                ..WalkScratch::default()
+            },
+            chain_classes: FxHashMap::default(),
         }
     }
 
@@ -916,8 +955,26 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         let lexing = self.lexing;
         let trie = self.trie;
         let mut next: Vec<Thread> = Vec::new();
-        let mut c = 1;
-        while c < trie.nodes.len() {
+        // Inside a narrow lexeme (digits, a `date-time`) only a few first bytes go on:
+        // those children of the root alone, where the root's children are indexed
+        // (the others would step to nothing).
+        let live = lexing.live_bytes(threads.iter().map(|th| (th.kind, th.state)));
+        let wide = lexing.trie.wide_children();
+        let selected: Option<Vec<usize>> =
+            live.and_then(|live| Some(wide.select(0, &live)?.collect()));
+        let mut all = 1;
+        let mut at = 0;
+        loop {
+            let c = match &selected {
+                Some(children) => match children.get(at) {
+                    Some(&c) => c,
+                    None => break,
+                },
+                None if all < trie.nodes.len() => all,
+                None => break,
+            };
+            at += 1;
+            all = trie.subtree_end(c);
             self.poll.tick()?;
             next.clear();
             let byte = trie.nodes[c].byte;
@@ -955,7 +1012,6 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
                     self.walk(c, &next)?;
                 }
             }
-            c = trie.subtree_end(c);
         }
         Ok(())
     }
@@ -1056,6 +1112,7 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             max_states: self.max_states,
             poll: &mut *self.poll,
             scratch: std::mem::take(&mut self.scratch),
+            chain_classes: FxHashMap::default(),
         };
         let walked = own.walk(from, threads);
         let Walk {
@@ -1115,11 +1172,13 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
     /// Walks the subtree of trie node `from`, whose threads (after its byte) are
     /// `threads`: the tokens at `from` and below it.
     fn walk(&mut self, from: usize, threads: &[Thread]) -> Result<(), TerminalDwaError> {
-        if self.by_set_body(from, threads)? {
+        if self.by_set_body(from, threads)? || self.by_chain(from, threads)? {
             return Ok(());
         }
         let d = self.trie.nodes[from].depth as usize;
-        let WalkScratch { levels, outcome } = &mut self.scratch;
+        let WalkScratch {
+            levels, outcome, ..
+        } = &mut self.scratch;
         if levels.len() <= d {
             levels.resize_with(d + 1, Vec::new);
         }
@@ -1178,19 +1237,8 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         if !wide.is_wide(node) {
             return None;
         }
-        let mut live: ByteSet = [0; 4];
-        for th in &self.scratch.levels[self.trie.nodes[node].depth as usize] {
-            if th.kind == Kind::Start {
-                return None;
-            }
-            let mut from = 0u8;
-            for &(last, code) in lexing.lexeme_runs(th.state).as_ref() {
-                if code != BodyTable::DEAD {
-                    insert_range(&mut live, from, last);
-                }
-                from = last.wrapping_add(1);
-            }
-        }
+        let threads = &self.scratch.levels[self.trie.nodes[node].depth as usize];
+        let live = lexing.live_bytes(threads.iter().map(|th| (th.kind, th.state)))?;
         wide.select(node, &live)
     }
 
@@ -1201,7 +1249,9 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         self.poll.tick()?;
         let node = &self.trie.nodes[i];
         let d = node.depth as usize;
-        let WalkScratch { levels, outcome } = &mut self.scratch;
+        let WalkScratch {
+            levels, outcome, ..
+        } = &mut self.scratch;
         if levels.len() <= d {
             levels.resize_with(d + 1, Vec::new);
         }
@@ -1292,6 +1342,7 @@ pub enum TerminalDwaError {
 struct WalkScratch {
     levels: Vec<Vec<Thread>>,
     outcome: Vec<(u32, FinalCheck)>,
+    chain: chain::ChainDfa,
 }
 
 /// Words as a DAG with interned nodes (see [`TerminalDwa`]); node 0 is the empty word.
