@@ -301,8 +301,13 @@ pub struct ParserDwaStats {
 /// their windows.
 #[derive(Default)]
 struct ChunkStore {
-    /// Chunk ids by `[start word, words…]`.
-    ids: FxHashMap<Vec<u32>, u32>,
+    /// Chunk ids by the 64-bit hash of `[start word, words…]` ([`chunk_hash`]): the
+    /// first chunk with that hash; `collided` holds the others, if any. A window is
+    /// up to 65 words, hashed for every window of every token set cut: hashing them as
+    /// bytes in bulk rather than word by word as a map key was most of the cutting.
+    ids: FxHashMap<u64, u32>,
+    /// Chunk ids whose hash an earlier chunk with other words has (in practice none).
+    collided: FxHashMap<u64, Vec<u32>>,
     /// Per chunk id: its start word and words.
     chunks: Vec<(u32, Vec<u32>)>,
     /// The chunk ids of token sets already cut, by their classes' ids in
@@ -401,14 +406,33 @@ impl ChunkStore {
 
     /// The id of the chunk `key` (`[start word, words…]`).
     fn intern_chunk(&mut self, key: &[u32]) -> u32 {
-        if let Some(&id) = self.ids.get(key) {
-            return id;
-        }
+        let hash = chunk_hash(key);
+        let is = |chunks: &[(u32, Vec<u32>)], id: u32| {
+            let (start, words) = &chunks[id as usize];
+            *start == key[0] && words[..] == key[1..]
+        };
         let id = self.chunks.len() as u32;
+        match self.ids.get(&hash) {
+            Some(&first) if is(&self.chunks, first) => return first,
+            Some(_) => {
+                let others = self.collided.entry(hash).or_default();
+                if let Some(&other) = others.iter().find(|&&o| is(&self.chunks, o)) {
+                    return other;
+                }
+                others.push(id);
+            }
+            None => {
+                self.ids.insert(hash, id);
+            }
+        }
         self.chunks.push((key[0], key[1..].to_vec()));
-        self.ids.insert(key.to_vec(), id);
         id
     }
+}
+
+/// The hash [`ChunkStore`] files chunk `key` under: xxh3 of its bytes.
+fn chunk_hash(key: &[u32]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(key))
 }
 
 /// The mask words of large token classes, shared by every boundary.
@@ -433,6 +457,19 @@ impl DenseClasses {
     const MIN_TOKENS: u32 = 4096;
     /// At most this many classes are kept (25 KB each for a 200k vocabulary).
     const MAX_CLASSES: usize = 512;
+}
+
+/// What cutting one boundary's token sets learns of its classes, for its other sets:
+/// a boundary inside a wide lexeme has dozens of classes of thousands of ranges each
+/// (a chunked string's), and each of its sets is a union of most of them. Looking a
+/// class up in [`DenseClasses`] hashes and compares its ranges: done once per class
+/// rather than once per set it is in.
+#[derive(Default)]
+struct BoundaryClasses {
+    /// Per class: its tokens (end of sequence included); empty until first asked.
+    sizes: Vec<u32>,
+    /// Per class: its mask words, once looked up (`Some(None)`: none kept).
+    dense: Vec<Option<Option<MaskWords>>>,
 }
 
 /// Sets the bits of `ids` in the mask words `dense`.
@@ -1025,6 +1062,7 @@ impl Builder<'_> {
                 .map(|tokens| store.class_id(tokens))
                 .collect()
         };
+        let mut classes = BoundaryClasses::default();
         sets.iter()
             .map(|set| {
                 let key: Option<Vec<u32>> =
@@ -1036,7 +1074,7 @@ impl Builder<'_> {
                 if let Some(chunks) = key.as_ref().and_then(|key| lock().sets.get(key).cloned()) {
                     return chunks;
                 }
-                let chunks = self.cut_token_set(set, vocab_len);
+                let chunks = self.cut_token_set(set, vocab_len, &mut classes);
                 if let Some(key) = key {
                     lock().sets.insert(key, chunks.clone());
                 }
@@ -1045,19 +1083,26 @@ impl Builder<'_> {
             .collect()
     }
 
-    /// The chunks of a class set's tokens, cut now.
-    fn cut_token_set(&self, set: &ClassSet, vocab_len: usize) -> Vec<u32> {
+    /// The chunks of a class set's tokens, cut now (`classes`: what the boundary's
+    /// sets cut so far learnt of its classes).
+    fn cut_token_set(
+        &self,
+        set: &ClassSet,
+        vocab_len: usize,
+        classes: &mut BoundaryClasses,
+    ) -> Vec<u32> {
         let words = vocab_len.div_ceil(32);
         let mut key = Vec::new();
+        let class_tokens = &self.tdwa.class_tokens;
+        if classes.sizes.is_empty() {
+            classes.sizes = (class_tokens.iter())
+                .map(|t| t.ranges.iter().map(|&(a, b)| b - a).sum::<u32>() + t.eos as u32)
+                .collect();
+            classes.dense = vec![None; class_tokens.len()];
+        }
         // A few tokens (most sets outside wide lexemes): their chunks straight from
         // the ids, without a whole mask to fill and scan.
-        let size: u32 = set
-            .iter()
-            .map(|class| {
-                let tokens = &self.tdwa.class_tokens[class as usize];
-                tokens.ranges.iter().map(|&(a, b)| b - a).sum::<u32>() + tokens.eos as u32
-            })
-            .sum();
+        let size: u32 = set.iter().map(|class| classes.sizes[class as usize]).sum();
         if size <= Self::FEW_TOKENS {
             let mut ids: Vec<u32> = set
                 .iter()
@@ -1075,8 +1120,11 @@ impl Builder<'_> {
         }
         let mut dense = vec![0u32; words];
         for class in set.iter() {
-            let tokens = &self.tdwa.class_tokens[class as usize];
-            match self.dense_class(tokens, dense.len()) {
+            let tokens = &class_tokens[class as usize];
+            let words = classes.dense[class as usize]
+                .get_or_insert_with(|| self.dense_class(tokens, dense.len()))
+                .clone();
+            match words {
                 Some(words) => {
                     for (d, w) in dense.iter_mut().zip(words.iter()) {
                         *d |= w;
@@ -1361,6 +1409,27 @@ mod tests {
             b,
             "known classes keep theirs"
         );
+    }
+
+    /// Chunks are told apart by their words, not only by their hash: a chunk whose
+    /// hash another chunk has (made to happen here by filing it under that hash) gets
+    /// an id of its own, found again when asked again, and the first keeps its id.
+    #[test]
+    fn chunks_with_one_hash_keep_their_own_ids() {
+        let mut store = ChunkStore::default();
+        let (a, b, c) = ([0u32, 7, 9], [64u32, 1], [3u32, 5, 5, 5]);
+        let ia = store.intern_chunk(&a);
+        // `b` and `c` hash as `a` does.
+        store.ids.insert(chunk_hash(&b), ia);
+        store.ids.insert(chunk_hash(&c), ia);
+        let ib = store.intern_chunk(&b);
+        let ic = store.intern_chunk(&c);
+        assert!(ia != ib && ib != ic && ia != ic, "{ia} {ib} {ic}");
+        assert_eq!(store.intern_chunk(&b), ib);
+        assert_eq!(store.intern_chunk(&c), ic);
+        assert_eq!(store.intern_chunk(&a), ia);
+        assert_eq!(store.chunks[ib as usize], (64, vec![1]));
+        assert_eq!(store.chunks[ic as usize], (3, vec![5, 5, 5]));
     }
 
     /// A set's chunks cut from its ids are the chunks of its mask: random sets, sparse
