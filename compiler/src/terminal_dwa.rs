@@ -536,7 +536,9 @@ impl<'a> Lexing<'a> {
         let mut classes_below = vec![ClassSet::empty(k); n];
         // Where `(word, check)` is in `finals[word]`: a word can end with a check per
         // terminal (hundreds in a large schema), too many to search.
-        let mut final_at: FxHashMap<(u32, FinalCheck), usize> = FxHashMap::default();
+        let ends = classes.outcomes.iter().map(Vec::len).sum();
+        let mut final_at: FxHashMap<(u32, FinalCheck), usize> =
+            FxHashMap::with_capacity_and_hasher(ends, Default::default());
         for (class, outcomes) in classes.outcomes.iter().enumerate() {
             for &(w, check) in outcomes {
                 let f = &mut finals[w as usize];
