@@ -22,6 +22,9 @@
 //! are walked once per vocabulary ([`crate::lexeme_bodies`]: a lexeme's body, a
 //! group's, or a set of lexemes started within the token), and at the trie's wide
 //! nodes a narrow lexeme enters only its live children ([`crate::wide_children`]).
+//! Where every thread is on one word, the walk follows a lazily built DFA over such
+//! thread sets instead of stepping each thread ([`chain`]): a chunked string's chunks
+//! end inside tokens one after another, and each end only makes the word one longer.
 
 mod chain;
 
@@ -701,21 +704,7 @@ impl<'a> Lexing<'a> {
     /// canonical form; `None` past [`SetBody::MAX_STATES`] sets.
     fn make_set_body(&self, start: &[(Kind, u32)]) -> Option<Arc<SetBody>> {
         let t = &self.tables;
-        let checks_of = |set: &[(Kind, u32)]| -> Vec<FinalCheck> {
-            let mut checks: Vec<FinalCheck> = set
-                .iter()
-                .map(|&(kind, state)| {
-                    self.check_of(Thread {
-                        word: 0,
-                        kind,
-                        state,
-                    })
-                })
-                .collect();
-            checks.sort_unstable();
-            checks.dedup();
-            checks
-        };
+        let checks_of = |set: &[(Kind, u32)]| self.checks_of(set);
         let checks = checks_of(start);
         let mut sets: Vec<LexemeSet> = vec![start.into()];
         let mut ids: FxHashMap<LexemeSet, u32> = FxHashMap::default();
@@ -798,6 +787,23 @@ impl<'a> Lexing<'a> {
         outcome.sort_unstable();
         outcome.dedup();
         classes.add(outcome, tokens);
+    }
+
+    /// What must hold of the stack for a token that ends with lexemes `lexemes` in
+    /// progress, all on one word ([`Lexing::check_of`] each), sorted and deduplicated.
+    fn checks_of(&self, lexemes: &[(Kind, u32)]) -> Vec<FinalCheck> {
+        let mut checks: Vec<FinalCheck> = (lexemes.iter())
+            .map(|&(kind, state)| {
+                self.check_of(Thread {
+                    word: 0,
+                    kind,
+                    state,
+                })
+            })
+            .collect();
+        checks.sort_unstable();
+        checks.dedup();
+        checks
     }
 
     /// What must hold of the stack for a token that ends with thread `th` alive.
@@ -1188,23 +1194,24 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         levels[d].extend_from_slice(threads);
         self.lexing
             .add_tokens(self.trie, from, &levels[d], &mut self.classes, outcome);
-        self.below(from)
+        self.below::<false>(from)
     }
 
     /// Walks the subtree below trie node `root`, whose threads are
-    /// `scratch.levels[depth]`: depth first over the flat token trie, where level `d`
-    /// holds the threads `d` bytes deep (a level is written before it is read: its
-    /// node's parent is the last node entered one level up). At a wide node only a
-    /// few of whose bytes go on, only those children are entered
+    /// `scratch.levels[depth]` (with `CHAIN`, whose chain state and word are
+    /// `scratch.chain.path[depth]`, see [`chain`]): depth first over the flat token
+    /// trie, where level `d` holds the threads `d` bytes deep (a level is written
+    /// before it is read: its node's parent is the last node entered one level up). At
+    /// a wide node only a few of whose bytes go on, only those children are entered
     /// ([`crate::wide_children::WideChildren::select`]), in the same order.
-    fn below(&mut self, root: usize) -> Result<(), TerminalDwaError> {
-        if self.live_children_below(root)? {
+    fn below<const CHAIN: bool>(&mut self, root: usize) -> Result<(), TerminalDwaError> {
+        if self.live_children_below::<CHAIN>(root)? {
             return Ok(());
         }
         let end = self.trie.subtree_end(root);
         let mut i = root + 1;
         while i < end {
-            if !self.enter(i)? || self.live_children_below(i)? {
+            if !self.enter_by::<CHAIN>(i)? || self.live_children_below::<CHAIN>(i)? {
                 i = self.trie.subtree_end(i);
             } else {
                 i += 1;
@@ -1213,35 +1220,44 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         Ok(())
     }
 
-    /// At a wide node `node` only a few of whose children its threads can go on into
-    /// ([`Walk::live_children`]), walks those children's subtrees: `true`. Otherwise
-    /// `false`, with nothing walked.
-    fn live_children_below(&mut self, node: usize) -> Result<bool, TerminalDwaError> {
-        let Some(children) = self.live_children(node) else {
-            return Ok(false);
-        };
-        for c in children {
-            if self.enter(c)? {
-                self.below(c)?;
-            }
+    /// [`Walk::enter`], or with `CHAIN` [`Walk::chain_enter`].
+    fn enter_by<const CHAIN: bool>(&mut self, i: usize) -> Result<bool, TerminalDwaError> {
+        if CHAIN {
+            self.chain_enter(i)
+        } else {
+            self.enter(i)
         }
-        Ok(true)
     }
 
-    /// The children of wide trie node `node` its threads (`scratch.levels` at its
-    /// depth) can go on into, where they are few; `None` where every child is to be
-    /// stepped. Which bytes a thread can go on with is its lexeme state's byte runs: a
-    /// byte that is not [`BodyTable::DEAD`] there either goes on in the lexeme or ends
-    /// it (then lexemes starting with it may follow).
-    fn live_children(&self, node: usize) -> Option<impl Iterator<Item = usize> + 'w> {
+    /// At a wide node `node` only a few of whose children its threads can go on into,
+    /// walks those children's subtrees: `true`. Otherwise `false`, with nothing
+    /// walked. Which bytes a thread can go on with is its lexeme state's byte runs
+    /// ([`Lexing::live_bytes`]).
+    fn live_children_below<const CHAIN: bool>(
+        &mut self,
+        node: usize,
+    ) -> Result<bool, TerminalDwaError> {
         let lexing = self.lexing;
         let wide = lexing.trie.wide_children();
         if !wide.is_wide(node) {
-            return None;
+            return Ok(false);
         }
-        let threads = &self.scratch.levels[self.trie.nodes[node].depth as usize];
-        let live = lexing.live_bytes(threads.iter().map(|th| (th.kind, th.state)))?;
-        wide.select(node, &live)
+        let depth = self.trie.nodes[node].depth as usize;
+        let live = if CHAIN {
+            lexing.live_bytes(self.scratch.chain.lexemes_at(depth).iter().copied())
+        } else {
+            let threads = &self.scratch.levels[depth];
+            lexing.live_bytes(threads.iter().map(|th| (th.kind, th.state)))
+        };
+        let Some(children) = live.and_then(|live| wide.select(node, &live)) else {
+            return Ok(false);
+        };
+        for c in children {
+            if self.enter_by::<CHAIN>(c)? {
+                self.below::<CHAIN>(c)?;
+            }
+        }
+        Ok(true)
     }
 
     /// Enters trie node `i`: steps its parent's threads (the level above) by its

@@ -75,17 +75,7 @@ impl ChainDfa {
         if self.states.len() >= Self::MAX_STATES {
             return None;
         }
-        let mut checks: Vec<FinalCheck> = (key.1.iter())
-            .map(|&(kind, state)| {
-                lexing.check_of(Thread {
-                    word: 0,
-                    kind,
-                    state,
-                })
-            })
-            .collect();
-        checks.sort_unstable();
-        checks.dedup();
+        let checks = lexing.checks_of(&key.1);
         let s = self.states.len() as u32;
         self.ids.insert(key.clone(), s);
         self.states.push((key, checks.into()));
@@ -156,6 +146,12 @@ impl ChainDfa {
         edge
     }
 
+    /// The lexemes of the chain walk's path at trie depth `depth`.
+    pub(super) fn lexemes_at(&self, depth: usize) -> &[(Kind, u32)] {
+        let (s, _) = self.path[depth];
+        &self.states[s as usize].0 .1
+    }
+
     fn exit() -> Edge {
         Edge {
             to: Self::EXIT,
@@ -200,55 +196,14 @@ impl Walk<'_, '_, '_> {
         }
         path[d] = (s, word);
         self.chain_tokens(from, s, word);
-        self.chain_below(from)?;
-        Ok(true)
-    }
-
-    /// [`Walk::below`] for a chain walk: the subtree below trie node `root`, whose
-    /// chain state and word are `scratch.chain.path` at its depth.
-    fn chain_below(&mut self, root: usize) -> Result<(), TerminalDwaError> {
-        if self.chain_live_children_below(root)? {
-            return Ok(());
-        }
-        let end = self.trie.subtree_end(root);
-        let mut i = root + 1;
-        while i < end {
-            if !self.chain_enter(i)? || self.chain_live_children_below(i)? {
-                i = self.trie.subtree_end(i);
-            } else {
-                i += 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// [`Walk::live_children_below`] for a chain walk.
-    fn chain_live_children_below(&mut self, node: usize) -> Result<bool, TerminalDwaError> {
-        let lexing = self.lexing;
-        let wide = lexing.trie.wide_children();
-        if !wide.is_wide(node) {
-            return Ok(false);
-        }
-        let (s, _) = self.scratch.chain.path[self.trie.nodes[node].depth as usize];
-        let lexemes = &self.scratch.chain.states[s as usize].0 .1;
-        let Some(live) = lexing.live_bytes(lexemes.iter().copied()) else {
-            return Ok(false);
-        };
-        let Some(children) = wide.select(node, &live) else {
-            return Ok(false);
-        };
-        for c in children {
-            if self.chain_enter(c)? {
-                self.chain_below(c)?;
-            }
-        }
+        self.below::<true>(from)?;
         Ok(true)
     }
 
     /// [`Walk::enter`] for a chain walk: follows trie node `i`'s byte from its
     /// parent's chain state. `false` if nothing below it is left to walk (no lexeme
     /// goes on, or the threads went on thread by thread from there).
-    fn chain_enter(&mut self, i: usize) -> Result<bool, TerminalDwaError> {
+    pub(super) fn chain_enter(&mut self, i: usize) -> Result<bool, TerminalDwaError> {
         self.poll.tick()?;
         let node = &self.trie.nodes[i];
         let d = node.depth as usize;
@@ -275,7 +230,7 @@ impl Walk<'_, '_, '_> {
                     }),
                 );
                 if self.enter(i)? {
-                    self.below(i)?;
+                    self.below::<false>(i)?;
                 }
                 Ok(false)
             }
