@@ -909,6 +909,9 @@ struct Walk<'w, 'a, 'p> {
     scratch: WalkScratch,
     /// The class of each (word, chain state) pair the chain walk has added tokens to.
     chain_classes: FxHashMap<(u32, u32), u32>,
+    /// The last pair looked up there and its class: sibling tokens (`20`, `21`, …)
+    /// mostly end in one chain state on one word.
+    chain_last: ((u32, u32), u32),
 }
 
 impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
@@ -929,6 +932,7 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
                 ..WalkScratch::default()
             },
             chain_classes: FxHashMap::default(),
+            chain_last: ((NONE, NONE), 0),
         }
     }
 
@@ -1121,6 +1125,7 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             poll: &mut *self.poll,
             scratch: std::mem::take(&mut self.scratch),
             chain_classes: FxHashMap::default(),
+            chain_last: ((NONE, NONE), 0),
         };
         let walked = own.walk(from, threads);
         let Walk {

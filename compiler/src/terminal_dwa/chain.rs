@@ -260,18 +260,21 @@ impl Walk<'_, '_, '_> {
             return;
         }
         let range = (n.first_token, n.first_token + n.num_tokens);
-        let k = match self.chain_classes.get(&(word, s)) {
-            Some(&k) => k,
-            None => {
-                let outcome: Vec<(u32, FinalCheck)> = (self.scratch.chain.states[s as usize].1)
-                    .iter()
-                    .map(|&c| (word, c))
-                    .collect();
-                let k = self.classes.class_of(&outcome);
-                self.chain_classes.insert((word, s), k);
-                k
-            }
+        let key = (word, s);
+        let k = if self.chain_last.0 == key {
+            self.chain_last.1
+        } else if let Some(&k) = self.chain_classes.get(&key) {
+            k
+        } else {
+            let outcome: Vec<(u32, FinalCheck)> = (self.scratch.chain.states[s as usize].1)
+                .iter()
+                .map(|&c| (word, c))
+                .collect();
+            let k = self.classes.class_of(&outcome);
+            self.chain_classes.insert(key, k);
+            k
         };
+        self.chain_last = (key, k);
         self.classes.tokens[k as usize].add(range);
     }
 }
