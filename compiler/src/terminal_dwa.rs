@@ -704,8 +704,7 @@ impl<'a> Lexing<'a> {
     /// canonical form; `None` past [`SetBody::MAX_STATES`] sets.
     fn make_set_body(&self, start: &[(Kind, u32)]) -> Option<Arc<SetBody>> {
         let t = &self.tables;
-        let checks_of = |set: &[(Kind, u32)]| self.checks_of(set);
-        let checks = checks_of(start);
+        let checks = self.checks_of(start);
         let mut sets: Vec<LexemeSet> = vec![start.into()];
         let mut ids: FxHashMap<LexemeSet, u32> = FxHashMap::default();
         ids.insert(start.into(), 0);
@@ -737,7 +736,7 @@ impl<'a> Lexing<'a> {
                     next.dedup();
                     if next.is_empty() {
                         BodyTable::DEAD
-                    } else if checks_of(&next) != checks {
+                    } else if self.checks_of(&next) != checks {
                         // A lexeme died (or an ignore lexeme's follow limit
                         // changed): tokens ending past here have other checks, so
                         // the caller steps the threads from here on.
@@ -972,21 +971,16 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         // (the others would step to nothing).
         let live = lexing.live_bytes(threads.iter().map(|th| (th.kind, th.state)));
         let wide = lexing.trie.wide_children();
-        let selected: Option<Vec<usize>> =
-            live.and_then(|live| Some(wide.select(0, &live)?.collect()));
-        let mut all = 1;
-        let mut at = 0;
-        loop {
-            let c = match &selected {
-                Some(children) => match children.get(at) {
-                    Some(&c) => c,
-                    None => break,
-                },
-                None if all < trie.nodes.len() => all,
-                None => break,
-            };
-            at += 1;
-            all = trie.subtree_end(c);
+        let children: Vec<usize> = match live.and_then(|live| wide.select(0, &live)) {
+            Some(selected) => selected.collect(),
+            None => {
+                let len = trie.nodes.len();
+                let first = (len > 1).then_some(1);
+                std::iter::successors(first, |&c| Some(trie.subtree_end(c)).filter(|&n| n < len))
+                    .collect()
+            }
+        };
+        for c in children {
             self.poll.tick()?;
             next.clear();
             let byte = trie.nodes[c].byte;
