@@ -125,24 +125,36 @@ pub fn minimize(trans: &[u32], accepting: &[bool], start: u32) -> (Vec<u32>, Vec
     )
 }
 
-/// Bytes no transition tells apart, one representative byte each: columns are
-/// compared by hash first, so this is O(256 · n).
+/// Bytes no transition tells apart, one representative byte each (the smallest of its
+/// class, in increasing order).
+///
+/// The classes are refined row by row: a byte leaves its class where its target differs
+/// from the class's first byte's, for a class keyed by (old class, target). The table is
+/// read in order, O(256 · n): comparing columns instead reads it with a 1 KB stride, and
+/// a `date-time`'s 11,000-state table spent more time there than in minimizing.
 fn byte_classes(trans: &[u32], n: usize) -> Vec<u8> {
-    use std::hash::{Hash, Hasher};
-    let column = |b: usize| (0..n).map(move |s| trans[s * 256 + b]);
-    let mut reps: Vec<(u64, u8)> = Vec::new();
-    for b in 0..256usize {
-        let mut h = rustc_hash::FxHasher::default();
-        column(b).for_each(|t| t.hash(&mut h));
-        let h = h.finish();
-        let known = reps
-            .iter()
-            .any(|&(hr, r)| hr == h && column(b).eq(column(r as usize)));
-        if !known {
-            reps.push((h, b as u8));
+    // Per byte, the first byte of its class.
+    let mut rep = [0u8; 256];
+    // This row's new classes: (old class, target, first byte).
+    let mut moved: Vec<(u8, u32, u8)> = Vec::new();
+    for row in trans[..n * 256].chunks_exact(256) {
+        moved.clear();
+        for b in 0..256usize {
+            let r = rep[b];
+            let target = row[b];
+            if target == row[r as usize] {
+                continue;
+            }
+            rep[b] = match moved.iter().find(|&&(c, t, _)| c == r && t == target) {
+                Some(&(_, _, first)) => first,
+                None => {
+                    moved.push((r, target, b as u8));
+                    b as u8
+                }
+            };
         }
     }
-    reps.into_iter().map(|(_, b)| b).collect()
+    (0..=255u8).filter(|&b| rep[b as usize] == b).collect()
 }
 
 /// A partition of the states into blocks, each a range of `elems`; a block's marked
@@ -305,6 +317,35 @@ mod tests {
         let acc: Vec<bool> = (0..n).map(|s| s >= 2).collect();
         let (_, ma, _) = minimize(&t, &acc, 1);
         assert_eq!(ma.len(), n);
+    }
+
+    #[test]
+    fn byte_classes_are_the_bytes_with_equal_columns() {
+        let mut rng = crate::test_rng::XorShift(0x2545f4914f6cdd1d);
+        for _ in 0..200 {
+            let n = 1 + rng.below(20) as usize;
+            // A few column shapes, each byte given one, then single cells changed: two
+            // bytes split wherever one row tells them apart, the last row included.
+            let shapes: Vec<Vec<u32>> = (0..1 + rng.below(6))
+                .map(|_| (0..n).map(|_| rng.below(4) as u32).collect())
+                .collect();
+            let mut t = vec![0u32; n * 256];
+            for b in 0..256 {
+                let shape = &shapes[rng.below(shapes.len() as u64) as usize];
+                for s in 0..n {
+                    t[s * 256 + b] = shape[s];
+                }
+            }
+            for _ in 0..rng.below(4) {
+                let cell = rng.below((n * 256) as u64) as usize;
+                t[cell] = 7;
+            }
+            let column = |b: usize| (0..n).map(|s| t[s * 256 + b]).collect::<Vec<u32>>();
+            let expected: Vec<u8> = (0..=255u8)
+                .filter(|&b| (0..b).all(|a| column(a as usize) != column(b as usize)))
+                .collect();
+            assert_eq!(byte_classes(&t, n), expected);
+        }
     }
 
     #[test]

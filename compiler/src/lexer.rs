@@ -308,6 +308,13 @@ fn build_terminal<E>(
         dfa.next_eoi_state(cache, sid).map(|eoi| eoi.is_match())
     };
 
+    // Bytes of one of the lazy DFA's byte classes have the same transitions (it keeps
+    // one per class), so each state asks once per class, at its first byte: a
+    // `date-time` has 11,000 states and few classes. States are still numbered in
+    // the order of the bytes that first reach them.
+    let byte_classes = dfa.byte_classes();
+    // Per class: its target from the state being copied, and that state (+1).
+    let mut class_target = vec![(0u32, 0usize); byte_classes.alphabet_len()];
     // Breadth-first copy of the reachable states. Table index 0 is reserved for DEAD.
     let mut index: FxHashMap<LazyStateID, u32> = FxHashMap::default();
     let mut order: Vec<LazyStateID> = vec![start];
@@ -321,6 +328,11 @@ fn build_terminal<E>(
         }
         let sid = order[i];
         for b in 0..=255u8 {
+            let class = byte_classes.get(b) as usize;
+            if class_target[class].1 == i + 1 {
+                trans[(i + 1) * 256 + b as usize] = class_target[class].0;
+                continue;
+            }
             let next = lazy!(dfa.next_state(&mut cache, sid, b));
             if next.is_quit() {
                 return Ok(Err(LexerErrorKind::Unsupported(
@@ -345,6 +357,7 @@ fn build_terminal<E>(
                 t
             };
             trans[(i + 1) * 256 + b as usize] = target;
+            class_target[class] = (target, i + 1);
         }
         i += 1;
     }
