@@ -595,12 +595,8 @@ pub fn build_parser_dwa(
             let r = shared
                 .get_or_init(|| {
                     let builder = Builder {
-                        by_read: Default::default(),
+                        by_read: RefCell::new(Reads::new(classes)),
                         by_goto: Default::default(),
-                        nothing: Rc::new(ThreadStep {
-                            accepted: ClassSet::empty(classes),
-                            threads: Vec::new(),
-                        }),
                         tables,
                         tdwa: TdwaRef {
                             succ: &shape_key.succ,
@@ -862,11 +858,84 @@ struct ThreadStep {
     threads: Vec<Thread>,
 }
 
+/// [`Builder::read`]'s memo: per ready thread, a row of result ids by candidate; and
+/// the results ([`ThreadStep`]s) themselves, one after the other in shared vectors.
+///
+/// A boundary makes hundreds of thousands of results; as separate allocations, making
+/// and dropping them took a fifth of a large boundary's time.
+struct Reads {
+    /// Per ready thread, its row in `rows`.
+    ids: FxHashMap<Thread, usize>,
+    /// Per row, per candidate: 0 (not read yet) or the result's id plus one.
+    rows: Vec<Vec<u32>>,
+    /// Words of each result's class set ([`ClassSet`]), `width` a result.
+    words: Vec<u64>,
+    width: usize,
+    /// Each result's threads: result `i` has `threads[starts[i]..starts[i + 1]]`.
+    threads: Vec<Thread>,
+    starts: Vec<u32>,
+}
+
+impl Reads {
+    /// The result of a read that does nothing.
+    const NOTHING: u32 = 0;
+
+    /// An empty memo over `classes` classes, holding [`Reads::NOTHING`].
+    fn new(classes: usize) -> Self {
+        let width = ClassSet::empty(classes).0.len();
+        Reads {
+            ids: FxHashMap::default(),
+            rows: Vec::new(),
+            words: vec![0; width],
+            width,
+            threads: Vec::new(),
+            starts: vec![0, 0],
+        }
+    }
+
+    /// Thread `th`'s row (of `len` slots), made empty on first use.
+    fn row(&mut self, th: Thread, len: usize) -> usize {
+        let rows = &mut self.rows;
+        *self.ids.entry(th).or_insert_with(|| {
+            rows.push(vec![0; len]);
+            rows.len() - 1
+        })
+    }
+
+    /// Adds a result, returning its id.
+    fn push(&mut self, accepted: &[u64], threads: &[Thread]) -> u32 {
+        debug_assert_eq!(accepted.len(), self.width);
+        self.words.extend_from_slice(accepted);
+        self.threads.extend_from_slice(threads);
+        self.starts.push(self.threads.len() as u32);
+        self.starts.len() as u32 - 2
+    }
+
+    fn accepted(&self, id: u32) -> &[u64] {
+        let at = id as usize * self.width;
+        &self.words[at..at + self.width]
+    }
+
+    fn threads(&self, id: u32) -> &[Thread] {
+        let id = id as usize;
+        &self.threads[self.starts[id] as usize..self.starts[id + 1] as usize]
+    }
+
+    /// Adds result `id` to `accepted` and `threads`.
+    fn add_to(&self, id: u32, accepted: &mut [u64], threads: &mut Vec<Thread>) {
+        for (a, b) in accepted.iter_mut().zip(self.accepted(id)) {
+            *a |= b;
+        }
+        threads.extend_from_slice(self.threads(id));
+    }
+}
+
 /// What a ready thread does after its goto to one target state: [`ThreadStep`] for
 /// the threads that pop below the state read (already counted one level down), and
 /// the threads whose reductions pop back to the state read, to be read on it again.
 struct GotoStep {
-    below: Rc<ThreadStep>,
+    /// A result in [`Reads`].
+    below: u32,
     same_level: Vec<Thread>,
 }
 
@@ -875,12 +944,17 @@ struct Builder<'a> {
     /// Per `(ready thread, LR state read)`: what the read does ([`Builder::read`]).
     /// Threads recur in many automaton states, so each read is worked out once per
     /// boundary.
-    by_read: RefCell<FxHashMap<(Thread, u32), Rc<ThreadStep>>>,
+    ///
+    /// Kept as one row per thread, indexed like the thread's candidates (the states
+    /// with a goto on its nonterminal, [`Builder::goto_states`]): an automaton
+    /// state reads its candidates in order, so its lookups go along a row instead of
+    /// all over one large map (the reads are bound by memory latency, not work).
+    /// The start thread, which reads the heads, has `goto` [`NONE`] and a row as
+    /// long as the LR table's states.
+    by_read: RefCell<Reads>,
     /// Per `(ready thread, goto target)`: the simulation on the goto target alone,
     /// shared by every state read with that goto target ([`Builder::read`]).
     by_goto: RefCell<FxHashMap<(Thread, u32), Rc<GotoStep>>>,
-    /// The result of a read that does nothing (shared, so it costs no allocation).
-    nothing: Rc<ThreadStep>,
     tables: TablesRef<'a>,
     tdwa: TdwaRef<'a>,
     goto_states: &'a [Vec<u32>],
@@ -1030,10 +1104,13 @@ impl Builder<'_> {
             let mut trans = Vec::new();
             let num_candidates = candidates.len();
             let candidate_list = candidates.clone();
+            // One step's result, reused from candidate to candidate.
+            let mut threads: Vec<Thread> = Vec::new();
+            let mut accepted = ClassSet::empty(k);
             for r in candidates {
                 poll.tick()?;
-                let (mut threads, accepted) = match self.step(&key, r, &mut steps_left) {
-                    Ok(x) => x,
+                match self.step(&key, r, &mut steps_left, &mut threads, &mut accepted) {
+                    Ok(()) => {}
                     Err(StepError::BoundaryBudget) => return Ok(None),
                     Err(StepError::Chain(e)) => return Err(e.into()),
                     Err(StepError::Budget) => {
@@ -1047,10 +1124,15 @@ impl Builder<'_> {
                 if accepted.is_empty() && target == default {
                     continue;
                 }
-                let w = *weight_ids.entry(accepted.clone()).or_insert_with(|| {
-                    weight_sets.push(accepted);
-                    weight_sets.len() as u32 - 1
-                });
+                let w = match weight_ids.get(&accepted) {
+                    Some(&w) => w,
+                    None => {
+                        weight_sets.push(accepted.clone());
+                        let w = weight_sets.len() as u32 - 1;
+                        weight_ids.insert(accepted.clone(), w);
+                        w
+                    }
+                };
                 trans.push((r, target, w));
             }
             let mut default = (default, 0);
@@ -1059,7 +1141,7 @@ impl Builder<'_> {
                 // has that goto (the LR parser built it: a reduction's goto exists on
                 // the state it uncovers), so only candidates occur here and the most
                 // common outcome can be the default.
-                let mut counts: HashMap<(u32, u32), usize> = HashMap::new();
+                let mut counts: FxHashMap<(u32, u32), usize> = FxHashMap::default();
                 for &(_, target, w) in &trans {
                     *counts.entry((target, w)).or_default() += 1;
                 }
@@ -1072,8 +1154,7 @@ impl Builder<'_> {
                 if common != default {
                     // The candidates the old default covered get explicit transitions.
                     let mut all: Vec<(u32, u32, u32)> = trans.clone();
-                    let listed: std::collections::HashSet<u32> =
-                        trans.iter().map(|t| t.0).collect();
+                    let listed: rustc_hash::FxHashSet<u32> = trans.iter().map(|t| t.0).collect();
                     for &r in &candidate_list {
                         if !listed.contains(&r) {
                             all.push((r, default.0, default.1));
@@ -1222,16 +1303,18 @@ impl Builder<'_> {
         Some(dense)
     }
 
-    /// Reads LR state `r` in automaton state `key`: the next state and the classes
-    /// decided valid.
+    /// Reads LR state `r` in automaton state `key`: the next state's threads (into
+    /// `threads`) and the classes decided valid (into `accepted`), both cleared first.
     fn step(
         &self,
         key: &Key,
         r: u32,
         steps_left: &mut usize,
-    ) -> Result<(Vec<Thread>, ClassSet), StepError> {
-        let mut accepted = ClassSet::empty(self.tdwa.num_classes());
-        let mut threads = Vec::new();
+        threads: &mut Vec<Thread>,
+        accepted: &mut ClassSet,
+    ) -> Result<(), StepError> {
+        threads.clear();
+        accepted.0.fill(0);
         // A step costs its simulations plus a fixed share for normalizing and
         // interning its result, so that many cheap steps count too.
         let mut spent = STEP_COST;
@@ -1244,13 +1327,14 @@ impl Builder<'_> {
                 continue;
             }
             let result = self.read(*th, r, 0, &mut spent)?;
-            accepted.union_with(&result.accepted);
-            threads.extend_from_slice(&result.threads);
+            self.by_read
+                .borrow()
+                .add_to(result, &mut accepted.0, threads);
         }
         *steps_left = steps_left
             .checked_sub(spent)
             .ok_or(StepError::BoundaryBudget)?;
-        Ok((threads, accepted))
+        Ok(())
     }
 
     /// What ready thread `th` does when it reads LR state `r` (memoized).
@@ -1261,22 +1345,43 @@ impl Builder<'_> {
     /// canonical LR(1) far fewer than the states read), and only the reductions that
     /// reach `r` — the same-level continuations, typically a chain of unit rules —
     /// are read on `r` again here.
-    fn read(
-        &self,
-        th: Thread,
-        r: u32,
-        depth: usize,
-        spent: &mut usize,
-    ) -> Result<Rc<ThreadStep>, StepError> {
-        if let Some(result) = self.by_read.borrow().get(&(th, r)) {
-            return Ok(result.clone());
-        }
+    fn read(&self, th: Thread, r: u32, depth: usize, spent: &mut usize) -> Result<u32, StepError> {
+        let candidates: &[u32] = if th.goto == NONE {
+            &[]
+        } else {
+            &self.goto_states[th.goto as usize]
+        };
+        let slot = if th.goto == NONE {
+            r as usize
+        } else {
+            match candidates.binary_search(&r) {
+                Ok(i) => i,
+                // No goto on `r`: the thread dies (a real stack never has this).
+                Err(_) => return Ok(Reads::NOTHING),
+            }
+        };
+        let row = {
+            let mut rows = self.by_read.borrow_mut();
+            let len = if th.goto == NONE {
+                self.tables.lr.num_states as usize
+            } else {
+                candidates.len()
+            };
+            let row = rows.row(th, len);
+            if let Some(result) = rows.rows[row][slot].checked_sub(1) {
+                return Ok(result);
+            }
+            row
+        };
         if depth > MAX_LEVEL_CHAIN {
             return Err(StepError::BoundaryBudget);
         }
         let result = if th.goto == NONE {
             // The start thread reads the head: the stack top as it is.
-            Rc::new(self.simulate(th, &[r], spent)?)
+            let raw = self.simulate(th, &[r], spent)?;
+            self.by_read
+                .borrow_mut()
+                .push(&raw.accepted.0, &raw.threads)
         } else if let Some(g) = self.tables.lr.goto(r, th.goto) {
             let cached = self.by_goto.borrow().get(&(th, g)).cloned();
             let after = match cached {
@@ -1288,38 +1393,40 @@ impl Builder<'_> {
                     for t in &mut below {
                         t.pops -= 1;
                     }
-                    let after = Rc::new(GotoStep {
-                        below: Rc::new(ThreadStep {
-                            accepted: raw.accepted,
-                            threads: below,
-                        }),
-                        same_level,
-                    });
+                    let below = self.by_read.borrow_mut().push(&raw.accepted.0, &below);
+                    let after = Rc::new(GotoStep { below, same_level });
                     self.by_goto.borrow_mut().insert((th, g), after.clone());
                     after
                 }
             };
             if after.same_level.is_empty() {
                 // What follows does not depend on `r` itself: share the result.
-                after.below.clone()
+                after.below
             } else {
-                let mut accepted = after.below.accepted.clone();
-                let mut threads = after.below.threads.clone();
+                let (mut accepted, mut threads) = {
+                    let reads = self.by_read.borrow();
+                    let below = after.below;
+                    (
+                        reads.accepted(below).to_vec(),
+                        reads.threads(below).to_vec(),
+                    )
+                };
                 for t in &after.same_level {
                     // The reduction popped back to `r`: its goto is on `r`.
                     let more = self.read(*t, r, depth + 1, spent)?;
-                    accepted.union_with(&more.accepted);
-                    threads.extend_from_slice(&more.threads);
+                    self.by_read
+                        .borrow()
+                        .add_to(more, &mut accepted, &mut threads);
                 }
                 threads.sort_unstable();
                 threads.dedup();
-                Rc::new(ThreadStep { accepted, threads })
+                self.by_read.borrow_mut().push(&accepted, &threads)
             }
         } else {
-            self.nothing.clone()
+            Reads::NOTHING
         };
         *spent += 1;
-        self.by_read.borrow_mut().insert((th, r), result.clone());
+        self.by_read.borrow_mut().rows[row][slot] = result + 1;
         Ok(result)
     }
 
