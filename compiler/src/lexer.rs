@@ -309,17 +309,27 @@ fn build_terminal<E>(
     };
 
     // Bytes of one of the lazy DFA's byte classes have the same transitions (it keeps
-    // one per class), so each state asks once per class, at its first byte: a
-    // `date-time` has 11,000 states and few classes. States are still numbered in
-    // the order of the bytes that first reach them.
+    // one per class), so each state is asked once per class, at the class's first byte,
+    // and the copy keeps a row per class, widened to 256 bytes once at the end: a
+    // `date-time` has 11,000 states and few classes, and rows of 256 grown state by
+    // state spent more time reallocating and zeroing than determinizing. Classes are
+    // visited in the order of their first bytes, so states are numbered as a walk over
+    // the bytes in order would number them.
     let byte_classes = dfa.byte_classes();
-    // Per class: its target from the state being copied, and that state (+1).
-    let mut class_target = vec![(0u32, 0usize); byte_classes.alphabet_len()];
+    let width = byte_classes.alphabet_len();
+    let mut firsts: Vec<u8> = Vec::new();
+    let mut seen = vec![false; width];
+    for b in 0..=255u8 {
+        let class = byte_classes.get(b) as usize;
+        if !std::mem::replace(&mut seen[class], true) {
+            firsts.push(b);
+        }
+    }
     // Breadth-first copy of the reachable states. Table index 0 is reserved for DEAD.
     let mut index: FxHashMap<LazyStateID, u32> = FxHashMap::default();
     let mut order: Vec<LazyStateID> = vec![start];
     index.insert(start, 1);
-    let mut trans: Vec<u32> = vec![0; 256 * 2];
+    let mut rows: Vec<u32> = vec![0; width * 2];
     let mut accepting = vec![false, lazy!(is_match(&mut cache, start))];
     let mut i = 0;
     while i < order.len() {
@@ -327,12 +337,7 @@ fn build_terminal<E>(
             poll()?;
         }
         let sid = order[i];
-        for b in 0..=255u8 {
-            let class = byte_classes.get(b) as usize;
-            if class_target[class].1 == i + 1 {
-                trans[(i + 1) * 256 + b as usize] = class_target[class].0;
-                continue;
-            }
+        for &b in &firsts {
             let next = lazy!(dfa.next_state(&mut cache, sid, b));
             if next.is_quit() {
                 return Ok(Err(LexerErrorKind::Unsupported(
@@ -345,21 +350,27 @@ fn build_terminal<E>(
                 t
             } else {
                 let t = order.len() as u32 + 1;
-                // Checked before the state's 256 transitions are allocated.
+                // Checked before the state's transitions are allocated.
                 if t as usize >= max_states {
                     return Ok(Err(over_state_limit(states_limit)));
                 }
                 let accepts = lazy!(is_match(&mut cache, next));
                 index.insert(next, t);
                 order.push(next);
-                trans.extend_from_slice(&[0; 256]);
+                rows.resize(rows.len() + width, 0);
                 accepting.push(accepts);
                 t
             };
-            trans[(i + 1) * 256 + b as usize] = target;
-            class_target[class] = (target, i + 1);
+            rows[(i + 1) * width + byte_classes.get(b) as usize] = target;
         }
         i += 1;
+    }
+    let classes: Vec<usize> = (0..=255u8).map(|b| byte_classes.get(b) as usize).collect();
+    let mut trans = vec![0u32; rows.len() / width * 256];
+    for (row, out) in rows.chunks_exact(width).zip(trans.chunks_exact_mut(256)) {
+        for (t, &c) in out.iter_mut().zip(&classes) {
+            *t = row[c];
+        }
     }
     Ok(finish_table(&trans, &accepting, order.len()))
 }
