@@ -27,6 +27,7 @@
 //! end inside tokens one after another, and each end only makes the word one longer.
 
 mod chain;
+mod runs;
 
 use crate::budget::{BudgetError, Poll};
 use crate::lexeme_bodies::{BodyTable, BodyWalk, ByteRuns, Interned, PreparedTrie};
@@ -278,6 +279,9 @@ pub struct Lexing<'a> {
     /// Whether walks take chain walks where they apply (off only to test them
     /// against the thread-by-thread walk).
     chain_walks: bool,
+    /// Root children per memoized run ([`runs`]; 0, only to test them against the
+    /// walk child by child: none).
+    run_len: usize,
 }
 
 /// A lexeme state's body: its interned [`BodyTable`] and, per canonical state, the
@@ -390,6 +394,7 @@ impl<'a> Lexing<'a> {
             set_bodies: Mutex::default(),
             chains: Mutex::default(),
             chain_walks: true,
+            run_len: runs::RUN_LEN,
         }
     }
 
@@ -848,6 +853,25 @@ impl<'a> Lexing<'a> {
         Some(live)
     }
 
+    /// The bytes on which one of `threads` ends a grammar lexeme ([`Lexing::step`]
+    /// makes a word for each).
+    fn end_bytes(&self, threads: &[Thread]) -> ByteSet {
+        let mut ends: ByteSet = [0; 4];
+        for th in threads
+            .iter()
+            .filter(|th| matches!(th.kind, Kind::Group | Kind::Fresh))
+        {
+            let mut from = 0u8;
+            for &(last, code) in self.lexeme_runs(th.state).as_ref() {
+                if code == BodyTable::END {
+                    insert_range(&mut ends, from, last);
+                }
+                from = last.wrapping_add(1);
+            }
+        }
+        ends
+    }
+
     /// One byte for one thread, as the GLR runtime lexes it.
     fn step(&self, th: Thread, b: u8, words: &mut WordDag, out: &mut Vec<Thread>) {
         let t = &self.tables;
@@ -953,8 +977,9 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
     /// them comes from the vocabulary's shared walks ([`Walk::by_body`]). Where no
     /// lexeme has ended yet (every thread still on the empty word), what its subtree
     /// yields depends only on the threads' lexeme states, not on the boundary: it is
-    /// walked once per grammar and replayed ([`Walk::subtree`]). Boundaries inside
-    /// long lexemes (strings, names) mostly differ in their first bytes only.
+    /// walked once per grammar and replayed ([`Walk::subtree`]), and so are runs of
+    /// such first bytes that recur from boundary to boundary ([`runs`]). Boundaries
+    /// inside long lexemes (strings, names) mostly differ in their first bytes only.
     /// (Memoizing deeper levels too was measured slower: their subtrees are small and
     /// the keys many. Where lexemes that started within the token go on through a
     /// large subtree, [`SetBody`] shares that walk per vocabulary instead.)
@@ -980,44 +1005,79 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
                     .collect()
             }
         };
+        // Runs of first bytes after which every thread is still on the empty word,
+        // walked as one: their subtrees yield the same whatever the boundary. A byte
+        // that ends a grammar lexeme makes a word when it is stepped, so the run
+        // before it is walked first (the words keep the order of a walk byte by byte).
+        let ends = lexing.end_bytes(threads);
+        let mut run: Vec<(u32, u32, LexemeSet)> = Vec::new();
         for c in children {
             self.poll.tick()?;
             next.clear();
             let byte = trie.nodes[c].byte;
+            if ends[byte as usize / 64] >> (byte % 64) & 1 != 0 {
+                self.walk_run(&run)?;
+                run.clear();
+            }
             for &th in threads {
                 lexing.step(th, byte, &mut self.words, &mut next);
             }
-            if !next.is_empty() {
-                self.words.merge(&mut next);
-                self.check_size()?;
-                let body = match (next.as_slice(), group) {
-                    ([th], _) if matches!(th.kind, Kind::Group | Kind::Fresh) => {
-                        lexing.body(th.state).map(|b| (b, BodyOf::Lexeme))
-                    }
-                    // Every lexeme of the group went on (none ended): they are the
-                    // elements of the configuration after the byte.
-                    (_, Some(config))
-                        if next.iter().all(|th| th.kind == Kind::Group && th.word == 0) =>
-                    {
-                        let after = lexing.tables.conf_step(config, byte);
-                        lexing.config_body(after).map(|b| (b, BodyOf::Config))
-                    }
-                    _ => None,
-                };
-                let by_body = match body {
-                    Some((body, of)) => self.by_body(c, next[0], &body, of)?,
-                    None => false,
-                };
-                if by_body {
-                    // Done: inside the lexeme from the shared walk, on from its exits.
-                } else if next.iter().all(|th| th.word == 0) {
-                    let sub = self.subtree(c, &next)?;
-                    sub.replay(&mut self.words, &mut self.classes);
-                    self.check_size()?;
-                } else {
-                    self.walk(c, &next)?;
-                }
+            if next.is_empty() {
+                continue;
             }
+            self.words.merge(&mut next);
+            self.check_size()?;
+            // The configuration after the byte, for a group whose lexemes all go on.
+            let after = group.map_or(NONE, |config| lexing.tables.conf_step(config, byte));
+            if next.iter().all(|th| th.word == 0) {
+                let lexemes = next.iter().map(|th| (th.kind, th.state)).collect();
+                run.push((c as u32, after, lexemes));
+                if run.len() == lexing.run_len {
+                    self.walk_run(&run)?;
+                    run.clear();
+                }
+            } else {
+                self.walk_run(&run)?;
+                run.clear();
+                self.first_byte(c, &next, after)?;
+            }
+        }
+        self.walk_run(&run)
+    }
+
+    /// Walks the subtree of root child `c` from `next`, its threads after its byte;
+    /// `after` is the configuration after the byte for a group of grammar lexemes
+    /// ([`NONE`] for other boundaries).
+    fn first_byte(
+        &mut self,
+        c: usize,
+        next: &[Thread],
+        after: u32,
+    ) -> Result<(), TerminalDwaError> {
+        let lexing = self.lexing;
+        let body = match next {
+            [th] if matches!(th.kind, Kind::Group | Kind::Fresh) => {
+                lexing.body(th.state).map(|b| (b, BodyOf::Lexeme))
+            }
+            // Every lexeme of the group went on (none ended): they are the elements
+            // of the configuration after the byte.
+            _ if after != NONE && next.iter().all(|th| th.kind == Kind::Group && th.word == 0) => {
+                lexing.config_body(after).map(|b| (b, BodyOf::Config))
+            }
+            _ => None,
+        };
+        let by_body = match body {
+            Some((body, of)) => self.by_body(c, next[0], &body, of)?,
+            None => false,
+        };
+        if by_body {
+            // Done: inside the lexeme from the shared walk, on from its exits.
+        } else if next.iter().all(|th| th.word == 0) {
+            let sub = self.subtree(c, next)?;
+            sub.replay(&mut self.words, &mut self.classes);
+            self.check_size()?;
+        } else {
+            self.walk(c, next)?;
         }
         Ok(())
     }
@@ -1109,9 +1169,22 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         if let Some(sub) = lexing.memo.lock().expect("no walk panicked").map.get(&key) {
             return Ok(sub.clone());
         }
+        let sub = self.on_own_dag(|own| own.walk(from, threads))?;
+        let mut memo = lexing.memo.lock().expect("no walk panicked");
+        if memo.fits(&sub) {
+            memo.map.insert(key, sub.clone());
+        }
+        Ok(sub)
+    }
 
+    /// What `walk` adds, done on a word DAG and classes of their own (whose node 0
+    /// stands for this walk's empty word), for a memo to keep and [`Subtree::replay`].
+    fn on_own_dag(
+        &mut self,
+        walk: impl FnOnce(&mut Walk<'_, 'a, '_>) -> Result<(), TerminalDwaError>,
+    ) -> Result<Arc<Subtree>, TerminalDwaError> {
         let mut own = Walk {
-            lexing,
+            lexing: self.lexing,
             trie: self.trie,
             words: WordDag::new(),
             classes: ClassInterner::default(),
@@ -1121,7 +1194,7 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             chain_classes: FxHashMap::default(),
             chain_last: ((NONE, NONE), 0),
         };
-        let walked = own.walk(from, threads);
+        let walked = walk(&mut own);
         let Walk {
             words,
             classes,
@@ -1130,17 +1203,10 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         } = own;
         self.scratch = scratch;
         walked?;
-        let sub = Arc::new(Subtree {
+        Ok(Arc::new(Subtree {
             preds: words.preds,
             classes: classes.outcomes.into_iter().zip(classes.tokens).collect(),
-        });
-        let size = sub.size();
-        let mut memo = lexing.memo.lock().expect("no walk panicked");
-        if memo.size + size <= MEMO_BUDGET {
-            memo.size += size;
-            memo.map.insert(key, sub.clone());
-        }
-        Ok(sub)
+        }))
     }
 
     /// Walks the subtree of trie node `from` by a [`SetBody`] where one applies: the
@@ -1528,8 +1594,12 @@ impl Subtree {
             outcome.extend(o.iter().map(|&(w, check)| (map[w as usize], check)));
             outcome.sort_unstable();
             outcome.dedup();
+            if tokens.ranges.is_empty() {
+                continue;
+            }
+            let k = classes.class_of(&outcome) as usize;
             for &range in &tokens.ranges {
-                classes.add(&outcome, range);
+                classes.tokens[k].add(range);
             }
         }
     }
@@ -1547,5 +1617,20 @@ const MEMO_BUDGET: usize = 16 << 20;
 #[derive(Default)]
 struct SubtreeMemo {
     map: FxHashMap<SubtreeKey, Arc<Subtree>>,
+    /// Runs of root children ([`Walk::walk_run`]), and the hashes of those seen once.
+    runs: FxHashMap<runs::RunKey, Arc<Subtree>>,
+    runs_seen: rustc_hash::FxHashSet<u64>,
     size: usize,
+}
+
+impl SubtreeMemo {
+    /// Whether `sub` fits in the memo's budget, counted in if it does.
+    fn fits(&mut self, sub: &Subtree) -> bool {
+        let size = sub.size();
+        let fits = self.size + size <= MEMO_BUDGET;
+        if fits {
+            self.size += size;
+        }
+        fits
+    }
 }
