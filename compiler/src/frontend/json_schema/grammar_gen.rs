@@ -71,6 +71,13 @@ pub struct Generator<'a> {
     memo: HashMap<String, u32>,
     /// The characters of chunked strings, by their bounds (`minLength`, `maxLength`).
     string_bodies: HashMap<(u64, Option<u64>), u32>,
+    /// Format regexes parsed so far, by format name.
+    format_chars: HashMap<String, Hir>,
+    /// String terminals written so far, by their characters' regex: a schema repeats
+    /// a few (a `date-time` in every record type), and encoding one as JSON text and
+    /// printing it was most of the front end's time on such schemas. `Hir` has no
+    /// `Hash`; the distinct ones per schema are few, so they are searched in turn.
+    string_terminals: Vec<(Hir, Result<String, String>)>,
 }
 
 impl any_order::RuleSink for Generator<'_> {
@@ -118,6 +125,8 @@ impl<'a> Generator<'a> {
             rules: Vec::new(),
             memo: HashMap::new(),
             string_bodies: HashMap::new(),
+            format_chars: HashMap::new(),
+            string_terminals: Vec::new(),
         }
     }
 
@@ -1096,8 +1105,16 @@ impl<'a> Generator<'a> {
                 .ok_or_else(|| issue(&kp, Some("format"), "`format` must be a string"))?;
             match formats::format_regex(f) {
                 Some(re) if core.is_none() => {
-                    let h = string_lang::parse_chars(&re)
-                        .map_err(|e| issue(&kp, Some("format"), format!("internal format regex: {e}")))?;
+                    let h = match self.format_chars.get(f) {
+                        Some(h) => h.clone(),
+                        None => {
+                            let h = string_lang::parse_chars(&re).map_err(|e| {
+                                issue(&kp, Some("format"), format!("internal format regex: {e}"))
+                            })?;
+                            self.format_chars.insert(f.to_string(), h.clone());
+                            h
+                        }
+                    };
                     core = Some((h, "format"));
                 }
                 Some(_) => self.diags.unsupported(
@@ -1318,7 +1335,16 @@ impl<'a> Generator<'a> {
         let Some(h) = self.string_chars(m, ptr)? else {
             return Ok(None);
         };
-        string_lang::string_terminal(&h).map(Some).map_err(|e| {
+        let known = self.string_terminals.iter().find(|(k, _)| *k == h);
+        let text = match known {
+            Some((_, text)) => text.clone(),
+            None => {
+                let text = string_lang::string_terminal(&h);
+                self.string_terminals.push((h, text.clone()));
+                text
+            }
+        };
+        text.map(Some).map_err(|e| {
             issue(
                 ptr,
                 Some("pattern"),
