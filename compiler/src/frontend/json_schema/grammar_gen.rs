@@ -71,8 +71,6 @@ pub struct Generator<'a> {
     memo: HashMap<String, u32>,
     /// The characters of chunked strings, by their bounds (`minLength`, `maxLength`).
     string_bodies: HashMap<(u64, Option<u64>), u32>,
-    /// Format regexes parsed so far, by format name.
-    format_chars: HashMap<String, Hir>,
     /// String terminals written so far, by their characters' regex: a schema repeats
     /// a few (a `date-time` in every record type), and encoding one as JSON text and
     /// printing it was most of the front end's time on such schemas. `Hir` has no
@@ -105,6 +103,58 @@ impl any_order::RuleSink for Generator<'_> {
     }
 }
 
+/// The `format` strings' languages, parsed and written as terminals once per process:
+/// a fixed set of regexes (`date-time` alone is a 2 KB one), which schema after schema
+/// parsed and encoded again — most of the front end's time on the schemas with formats.
+struct FormatStrings {
+    /// Per format name: its characters' regex and, once asked, its string terminal.
+    known: HashMap<String, (Hir, Option<Result<String, String>>)>,
+}
+
+impl FormatStrings {
+    fn shared() -> std::sync::MutexGuard<'static, Option<FormatStrings>> {
+        static SHARED: std::sync::Mutex<Option<FormatStrings>> = std::sync::Mutex::new(None);
+        // Inserts are single calls: a poisoned lock still holds a consistent map.
+        SHARED.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Format `name`'s characters, parsed from its regex `re` the first time.
+    fn chars(name: &str, re: &str) -> Result<Hir, String> {
+        let mut shared = Self::shared();
+        let cache = shared.get_or_insert_with(|| FormatStrings {
+            known: HashMap::new(),
+        });
+        if let Some((h, _)) = cache.known.get(name) {
+            return Ok(h.clone());
+        }
+        let h = string_lang::parse_chars(re)?;
+        cache.known.insert(name.to_string(), (h.clone(), None));
+        Ok(h)
+    }
+
+    /// Whether `h` is format `name`'s characters as parsed (no length bounds on them).
+    fn is_format(name: &str, h: &Hir) -> bool {
+        let shared = Self::shared();
+        shared
+            .as_ref()
+            .and_then(|c| c.known.get(name))
+            .is_some_and(|(k, _)| k == h)
+    }
+
+    /// The string terminal of format `name`, whose characters are `h`.
+    fn terminal(name: &str, h: &Hir) -> Result<String, String> {
+        if let Some(Some((_, Some(text)))) = Self::shared().as_ref().map(|c| c.known.get(name)) {
+            return text.clone();
+        }
+        // Written outside the lock (milliseconds for the largest).
+        let text = string_lang::string_terminal(h);
+        if let Some(entry) = Self::shared().as_mut().and_then(|c| c.known.get_mut(name)) {
+            entry.1 = Some(text.clone());
+        }
+        text
+    }
+}
+
 const ALL_TYPES: [&str; 6] = ["null", "boolean", "number", "string", "array", "object"];
 
 impl<'a> Generator<'a> {
@@ -125,7 +175,6 @@ impl<'a> Generator<'a> {
             rules: Vec::new(),
             memo: HashMap::new(),
             string_bodies: HashMap::new(),
-            format_chars: HashMap::new(),
             string_terminals: Vec::new(),
         }
     }
@@ -1105,16 +1154,9 @@ impl<'a> Generator<'a> {
                 .ok_or_else(|| issue(&kp, Some("format"), "`format` must be a string"))?;
             match formats::format_regex(f) {
                 Some(re) if core.is_none() => {
-                    let h = match self.format_chars.get(f) {
-                        Some(h) => h.clone(),
-                        None => {
-                            let h = string_lang::parse_chars(&re).map_err(|e| {
-                                issue(&kp, Some("format"), format!("internal format regex: {e}"))
-                            })?;
-                            self.format_chars.insert(f.to_string(), h.clone());
-                            h
-                        }
-                    };
+                    let h = FormatStrings::chars(f, &re).map_err(|e| {
+                        issue(&kp, Some("format"), format!("internal format regex: {e}"))
+                    })?;
                     core = Some((h, "format"));
                 }
                 Some(_) => self.diags.unsupported(
@@ -1335,9 +1377,15 @@ impl<'a> Generator<'a> {
         let Some(h) = self.string_chars(m, ptr)? else {
             return Ok(None);
         };
+        let format = m.get("format").and_then(Value::as_str);
         let known = self.string_terminals.iter().find(|(k, _)| *k == h);
         let text = match known {
             Some((_, text)) => text.clone(),
+            None if format.is_some_and(|f| FormatStrings::is_format(f, &h)) => {
+                let text = FormatStrings::terminal(format.unwrap_or_default(), &h);
+                self.string_terminals.push((h, text.clone()));
+                text
+            }
             None => {
                 let text = string_lang::string_terminal(&h);
                 self.string_terminals.push((h, text.clone()));

@@ -550,3 +550,40 @@ fn names_no_string_can_be_leave_no_terminal() {
     let ok = accepts(&schema, &SchemaOptions::default());
     assert!(ok("{}") && !ok("{\"a\":1}"));
 }
+
+/// A format's terminal, parsed and written once per process, is the one written from
+/// its regex afresh, schema after schema, and not the one of the same format under
+/// length bounds or a pattern (whose characters differ).
+#[test]
+fn format_terminals_kept_across_schemas_are_the_ones_written_afresh() {
+    let fresh = |f: &str| {
+        let re = formats::format_regex(f).expect("a format with a regex");
+        string_lang::string_terminal(&string_lang::parse_chars(&re).expect("parses"))
+            .expect("writes")
+    };
+    let terminal_regexes = |schema: Value| -> Vec<String> {
+        let g = schema_to_grammar(&schema, "test", &SchemaOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        g.grammar
+            .terminals
+            .iter()
+            .map(|t| t.regex.clone())
+            .collect()
+    };
+    for f in ["date-time", "uuid", "email", "json-pointer"] {
+        for round in 0..2 {
+            let plain = terminal_regexes(json!({"type": "string", "format": f}));
+            assert!(plain.contains(&fresh(f)), "{f}, schema {round}");
+        }
+    }
+    // Length bounds the format's language is cut to (no empty pointer): other
+    // characters, another terminal.
+    for round in 0..2 {
+        let bounded =
+            terminal_regexes(json!({"type": "string", "format": "json-pointer", "minLength": 1}));
+        assert!(
+            !bounded.contains(&fresh("json-pointer")),
+            "json-pointer with minLength, schema {round}"
+        );
+    }
+}
