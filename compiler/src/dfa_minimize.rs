@@ -126,34 +126,11 @@ pub fn minimize(trans: &[u32], accepting: &[bool], start: u32) -> (Vec<u32>, Vec
 }
 
 /// Bytes no transition tells apart, one representative byte each (the smallest of its
-/// class, in increasing order).
-///
-/// The classes are refined row by row: a byte leaves its class where its target differs
-/// from the class's first byte's, for a class keyed by (old class, target). The table is
-/// read in order, O(256 · n): comparing columns instead reads it with a 1 KB stride, and
-/// a `date-time`'s 11,000-state table spent more time there than in minimizing.
+/// class, in increasing order), refined row by row
+/// ([`stackmask_formats::dfa::refine_byte_classes`]).
 fn byte_classes(trans: &[u32], n: usize) -> Vec<u8> {
-    // Per byte, the first byte of its class.
     let mut rep = [0u8; 256];
-    // This row's new classes: (old class, target, first byte).
-    let mut moved: Vec<(u8, u32, u8)> = Vec::new();
-    for row in trans[..n * 256].chunks_exact(256) {
-        moved.clear();
-        for b in 0..256usize {
-            let r = rep[b];
-            let target = row[b];
-            if target == row[r as usize] {
-                continue;
-            }
-            rep[b] = match moved.iter().find(|&&(c, t, _)| c == r && t == target) {
-                Some(&(_, _, first)) => first,
-                None => {
-                    moved.push((r, target, b as u8));
-                    b as u8
-                }
-            };
-        }
-    }
+    stackmask_formats::dfa::refine_byte_classes(&mut rep, &trans[..n * 256]);
     (0..=255u8).filter(|&b| rep[b as usize] == b).collect()
 }
 

@@ -93,6 +93,35 @@ impl ByteDfa {
     }
 }
 
+/// Refines a partition of the bytes by the rows of `trans` (256 columns a row): two
+/// bytes stay together only where every row sends them to the same state. `rep[b]` is
+/// the first (smallest) byte of `b`'s class, before and after; all zeros is the
+/// partition with one class. A row moves the bytes whose target differs from their
+/// class's first byte's to a new class, keyed by (old class, target). The table is read
+/// in order, O(256 · rows): comparing columns instead reads it at a 1 KB stride, and a
+/// `date-time`'s 11,000-state table spent more time there than in minimizing it.
+pub fn refine_byte_classes(rep: &mut [u8; 256], trans: &[u32]) {
+    // This row's new classes: (old class, target, first byte).
+    let mut moved: Vec<(u8, u32, u8)> = Vec::new();
+    for row in trans.chunks_exact(256) {
+        moved.clear();
+        for b in 0..256usize {
+            let r = rep[b];
+            let target = row[b];
+            if target == row[r as usize] {
+                continue;
+            }
+            rep[b] = match moved.iter().find(|&&(c, t, _)| c == r && t == target) {
+                Some(&(_, _, first)) => first,
+                None => {
+                    moved.push((r, target, b as u8));
+                    b as u8
+                }
+            };
+        }
+    }
+}
+
 /// The reverse transitions of a table `width` columns wide (`trans[s * width + c]`:
 /// 256 for a [`ByteDfa`], one per byte class for the merged table), state 0 the dead
 /// sink, for spreading a property backwards: "can reach an accepting state" (liveness,

@@ -568,33 +568,22 @@ pub fn split_dfas(tables: &TablesRef<'_>, dfa_base: &[u32]) -> Result<Vec<ByteDf
 /// bytes share a class when every state of every DFA sends them to the same state), as
 /// a class per byte, classes numbered by their smallest byte, and the class count.
 pub fn byte_partition(dfas: &[ByteDfa]) -> ([u8; 256], u32) {
-    // Compare columns by a hash first; equal hashes are confirmed column by column.
-    let mut hash = [0u64; 256];
+    let mut rep = [0u8; 256];
     for d in dfas {
-        for row in d.trans.chunks_exact(256) {
-            for (h, &t) in hash.iter_mut().zip(row) {
-                *h = (h.rotate_left(5) ^ u64::from(t)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-            }
-        }
+        crate::dfa::refine_byte_classes(&mut rep, &d.trans);
     }
-    let same = |a: usize, b: usize| {
-        hash[a] == hash[b]
-            && dfas
-                .iter()
-                .all(|d| d.trans.chunks_exact(256).all(|row| row[a] == row[b]))
-    };
+    // A class's first byte comes before its other bytes: classes numbered in order.
     let mut class = [0u8; 256];
-    let mut reps: Vec<usize> = Vec::new();
-    for (b, class) in class.iter_mut().enumerate() {
-        *class = match reps.iter().position(|&r| same(r, b)) {
-            Some(c) => c as u8,
-            None => {
-                reps.push(b);
-                (reps.len() - 1) as u8
-            }
+    let mut classes = 0u32;
+    for b in 0..256 {
+        class[b] = if rep[b] as usize == b {
+            classes += 1;
+            (classes - 1) as u8
+        } else {
+            class[rep[b] as usize]
         };
     }
-    (class, reps.len() as u32)
+    (class, classes)
 }
 
 /// The smallest byte of each of `classes` classes (`byte_class` maps every byte to one
