@@ -102,21 +102,36 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
         v.sort_unstable();
     };
     let mut scratch = Vec::new();
+    // The bytes of a byte class start the same lexemes: each class's first byte is
+    // stepped, the others copy it (the same sets, interned in the same order).
+    let reps = view.class_representatives();
+    let rep_of = |b: u8| reps[view.byte_class[b as usize] as usize] as usize;
     let mut class_start = Vec::with_capacity(class_sets.len() * 256);
     for set in &class_sets {
         poll.tick()?;
         let members: Vec<u32> = (0..terminals as u32)
             .filter(|&x| set[x as usize / 64] >> (x % 64) & 1 != 0)
             .collect();
+        let row = class_start.len();
         for b in 0..=255u8 {
-            start_of(&mut members.iter().copied(), b, &mut scratch);
-            class_start.push(interner.intern(&scratch)?);
+            let id = if rep_of(b) < b as usize {
+                class_start[row + rep_of(b)]
+            } else {
+                start_of(&mut members.iter().copied(), b, &mut scratch);
+                interner.intern(&scratch)?
+            };
+            class_start.push(id);
         }
     }
-    let mut ignore_start = Vec::with_capacity(256);
+    let mut ignore_start: Vec<u32> = Vec::with_capacity(256);
     for b in 0..=255u8 {
-        start_of(&mut t.ignore.iter().copied(), b, &mut scratch);
-        ignore_start.push(interner.intern(&scratch)?);
+        let id = if rep_of(b) < b as usize {
+            ignore_start[rep_of(b)]
+        } else {
+            start_of(&mut t.ignore.iter().copied(), b, &mut scratch);
+            interner.intern(&scratch)?
+        };
+        ignore_start.push(id);
     }
 
     // Terminal of every merged DFA state.
@@ -129,7 +144,6 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
 
     // Close under byte transitions, one byte per byte class (the DFAs step every byte
     // of a class alike).
-    let reps = view.class_representatives();
     let mut next = Vec::new();
     let mut i = 0;
     let mut going_on: Vec<u32> = Vec::new();
@@ -174,4 +188,55 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
         flags,
         dfa_term,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pipeline;
+
+    /// Every expected class's and the ignore lexemes' start configuration, per byte,
+    /// holds the lexemes that byte starts, stepped byte by byte here (the stage steps
+    /// one byte per byte class): grammars whose terminals split the bytes into many
+    /// classes (letters, digits, case, punctuation, non-ASCII).
+    #[test]
+    fn start_configurations_hold_the_lexemes_each_byte_starts() {
+        let grammars = [
+            "start: (NAME | NUM | \"if\" | \"+\" | \"é\")*\nNAME: /[a-z_][a-z0-9_]*/\nNUM: /[0-9]+/\n%ignore /[ \\t]+/\n%ignore /#[^\\n]*/\n",
+            "start: \"[\" item (\",\" item)* \"]\"\nitem: WORD | \"A\" | \"Ab\"\nWORD: /[A-Za-z]+/\n",
+        ];
+        for source in grammars {
+            let lexed = pipeline::lex_grammar_source(source, "configs.lark").expect("grammar");
+            let compiled = pipeline::compile_parser(&lexed, 100_000).expect("tables");
+            let t = compiled.tables.view();
+            let starts = |terms: &mut dyn Iterator<Item = u32>, b: u8| -> Vec<u32> {
+                let mut v: Vec<u32> = terms
+                    .map(|term| t.dfa_next(t.dfa_start[term as usize], b))
+                    .filter(|&g| t.dfa_live(g))
+                    .collect();
+                v.sort_unstable();
+                v
+            };
+            let words = t.expected_words as usize;
+            let terminals = t.dfa_start.len() as u32;
+            for s in 0..t.lr.num_states as usize {
+                let k = t.state_class[s] as usize;
+                let set = &t.expected[s * words..(s + 1) * words];
+                for b in 0..=255u8 {
+                    let mut members =
+                        (0..terminals).filter(|&x| set[x as usize / 64] >> (x % 64) & 1 != 0);
+                    let c = t.class_start[k * 256 + b as usize];
+                    assert_eq!(
+                        t.conf_elems(c),
+                        starts(&mut members, b),
+                        "state {s} byte {b}"
+                    );
+                }
+            }
+            for b in 0..=255u8 {
+                let c = t.ignore_start[b as usize];
+                let expected = starts(&mut t.ignore.iter().copied(), b);
+                assert_eq!(t.conf_elems(c), expected, "ignore byte {b}");
+            }
+        }
+    }
 }
