@@ -1009,7 +1009,15 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         // walked as one: their subtrees yield the same whatever the boundary. A byte
         // that ends a grammar lexeme makes a word when it is stepped, so the run
         // before it is walked first (the words keep the order of a walk byte by byte).
-        let ends = lexing.end_bytes(threads);
+        // A boundary with fewer first bytes than a run (inside a narrow lexeme: digits,
+        // a `date-time`'s 11,000 boundaries) walks each on its own, without the runs'
+        // bookkeeping.
+        let runs = children.len() >= lexing.run_len && lexing.run_len > 0;
+        let ends = if runs {
+            lexing.end_bytes(threads)
+        } else {
+            [0; 4]
+        };
         let mut run: Vec<(u32, u32, LexemeSet)> = Vec::new();
         for c in children {
             self.poll.tick()?;
@@ -1029,7 +1037,9 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             self.check_size()?;
             // The configuration after the byte, for a group whose lexemes all go on.
             let after = group.map_or(NONE, |config| lexing.tables.conf_step(config, byte));
-            if next.iter().all(|th| th.word == 0) {
+            if !runs {
+                self.first_byte(c, &next, after)?;
+            } else if next.iter().all(|th| th.word == 0) {
                 let lexemes = next.iter().map(|th| (th.kind, th.state)).collect();
                 run.push((c as u32, after, lexemes));
                 if run.len() == lexing.run_len {
