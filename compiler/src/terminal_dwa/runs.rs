@@ -15,7 +15,7 @@
 use super::{LexemeSet, TerminalDwaError, Thread, Walk};
 
 /// A run's memo key ([`Walk::walk_run`]): per root child, its index, the configuration
-/// after its byte (or [`NONE`]) and its threads' (kind, lexeme state).
+/// after its byte (or [`super::NONE`]) and its threads' (kind, lexeme state).
 pub(super) type RunKey = Box<[(u32, u32, LexemeSet)]>;
 
 /// Root children walked as one run ([`Walk::walk_run`]): long enough that replaying a
@@ -26,13 +26,11 @@ pub(super) const RUN_LEN: usize = 16;
 
 impl Walk<'_, '_, '_> {
     /// Walks root children `run` (each with its threads after its byte, all on the
-    /// empty word, in trie order) as [`Walk::first_byte`] would one by one. What they
-    /// yield depends on the run alone, so a run seen before is replayed from the memo:
-    /// a property name's boundaries (one per prefix of a declared name, thousands in a
-    /// large schema) differ only in the few first bytes that go on in a name, and
-    /// stepping into the other 200 first bytes one by one was most of their walks. A
-    /// run is memoized the second time it is seen: most runs of other boundaries are
-    /// seen once, and walking them on a DAG of their own to replay costs more.
+    /// empty word, in trie order) as [`Walk::first_byte`] would one by one; a run seen
+    /// before is replayed from the memo (see the module docs). A run is memoized the
+    /// second time it is seen: most runs of other boundaries are seen once, and walking
+    /// them on a DAG of their own to replay costs more. Runs shorter than half a
+    /// [`RUN_LEN`] are walked child by child.
     pub(super) fn walk_run(
         &mut self,
         run: &[(u32, u32, LexemeSet)],
