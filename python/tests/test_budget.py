@@ -79,7 +79,7 @@ def test_ctrl_c_interrupts_a_compile(o200k_compiler):
     # ended, the interrupt would come after it, with the token never cancelled.
     #
     # Ctrl-C is pressed every 0.3 s until the token is cancelled, as a user presses it
-    # again: with one press at 0.3 s the test failed three times in ~30 runs of the
+    # again: with one press at 0.3 s the test failed twice in ~30 runs of the
     # suite, each the first run after a build, with "DID NOT RAISE" (the compile ran to
     # its end, ~3 s, so the press had no effect; why is not known). A compile that
     # ignored every press still fails here, saying when they were sent.
