@@ -842,15 +842,21 @@ impl<'a> Lexing<'a> {
             if kind == Kind::Start {
                 return None;
             }
-            let mut from = 0u8;
-            for &(last, code) in self.lexeme_runs(state).as_ref() {
-                if code != BodyTable::DEAD {
-                    insert_range(&mut live, from, last);
-                }
-                from = last.wrapping_add(1);
-            }
+            self.add_bytes_where(state, |code| code != BodyTable::DEAD, &mut live);
         }
         Some(live)
+    }
+
+    /// Adds to `set` the bytes whose code in merged-DFA state `state`'s byte runs
+    /// ([`Lexing::lexeme_runs`]) satisfies `keep`.
+    fn add_bytes_where(&self, state: u32, keep: impl Fn(u32) -> bool, set: &mut ByteSet) {
+        let mut from = 0u8;
+        for &(last, code) in self.lexeme_runs(state).as_ref() {
+            if keep(code) {
+                insert_range(set, from, last);
+            }
+            from = last.wrapping_add(1);
+        }
     }
 
     /// The bytes on which one of `threads` ends a grammar lexeme ([`Lexing::step`]
@@ -861,13 +867,7 @@ impl<'a> Lexing<'a> {
             .iter()
             .filter(|th| matches!(th.kind, Kind::Group | Kind::Fresh))
         {
-            let mut from = 0u8;
-            for &(last, code) in self.lexeme_runs(th.state).as_ref() {
-                if code == BodyTable::END {
-                    insert_range(&mut ends, from, last);
-                }
-                from = last.wrapping_add(1);
-            }
+            self.add_bytes_where(th.state, |code| code == BodyTable::END, &mut ends);
         }
         ends
     }
