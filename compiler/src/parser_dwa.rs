@@ -43,7 +43,8 @@ use crate::budget::{BudgetError, Deadline, Stage};
 use crate::lexeme_bodies::PreparedTrie;
 use crate::template::{self, Effect, ReductionChainError};
 use crate::terminal_dwa::{
-    Boundary, ClassSet, ClassTokens, FinalCheck, Lexing, TerminalDwa, TerminalDwaError, NONE,
+    Boundary, ClassSet, ClassTokens, FinalCheck, Lexing, RenamedDwas, TerminalDwa,
+    TerminalDwaError, NONE,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -549,13 +550,24 @@ pub fn build_parser_dwa(
     // took all of a `maxLength` string's chunks while the other had nothing left to
     // steal (o9919: 1.2 times faster on two workers than on one; with runs of at
     // most 4, 1.8 times).
+    // Boundaries that differ only in their lexemes' terminals walk the trie once.
+    let renamed = RenamedDwas::new(
+        boundaries
+            .par_iter()
+            .with_max_len(64)
+            .map(|&b| lexing.likeness(b))
+            .collect(),
+    );
     let built: Vec<Option<Arc<BoundaryDwa>>> = boundaries
         .par_iter()
+        .enumerate()
         .with_max_len(4)
-        .map(|&b| {
+        .map(|(i, &b)| {
             let t0 = std::time::Instant::now();
-            let tdwa = lexing
+            let tdwa = renamed
                 .build(
+                    &lexing,
+                    i,
                     b,
                     limits.max_terminal_states,
                     &mut deadline.poll(Stage::TerminalDwa),

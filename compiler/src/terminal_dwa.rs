@@ -27,7 +27,10 @@
 //! end inside tokens one after another, and each end only makes the word one longer.
 
 mod chain;
+mod renamed;
 mod runs;
+
+pub use renamed::{Likeness, RenamedDwas};
 
 use crate::budget::{BudgetError, Poll};
 use crate::lexeme_bodies::{BodyTable, BodyWalk, ByteRuns, Interned, PreparedTrie};
@@ -270,6 +273,10 @@ pub struct Lexing<'a> {
     config_runs: Vec<OnceLock<ByteRuns>>,
     /// Per terminal: its merged-DFA states.
     term_states: Vec<u32>,
+    /// Per terminal: an id of its row of `follows`, once asked ([`renamed`]).
+    follow_rows: Vec<OnceLock<u32>>,
+    /// The ids of the rows of `follows` asked so far.
+    follow_row_ids: Mutex<FxHashMap<Box<[bool]>, u32>>,
     /// Per set of lexemes started together (sorted): its body, once asked.
     set_bodies: Mutex<FxHashMap<LexemeSet, Option<Arc<SetBody>>>>,
     /// Chain DFAs ([`chain`]) between walks: each walk takes one and puts it back, so
@@ -378,6 +385,8 @@ impl<'a> Lexing<'a> {
         }
         Lexing {
             term_states,
+            follow_rows: unset(n),
+            follow_row_ids: Mutex::default(),
             tables,
             follows,
             terminals: n,
