@@ -277,6 +277,8 @@ pub struct Lexing<'a> {
     follow_rows: Vec<OnceLock<u32>>,
     /// The ids of the rows of `follows` asked so far.
     follow_row_ids: Mutex<FxHashMap<Box<[bool]>, u32>>,
+    /// Per terminal: its states' classes of equal walks, once asked ([`renamed`]).
+    walk_classes: Vec<OnceLock<Option<renamed::WalkClasses>>>,
     /// Per set of lexemes started together (sorted): its body, once asked.
     set_bodies: Mutex<FxHashMap<LexemeSet, Option<Arc<SetBody>>>>,
     /// Chain DFAs ([`chain`]) between walks: each walk takes one and puts it back, so
@@ -387,6 +389,7 @@ impl<'a> Lexing<'a> {
             term_states,
             follow_rows: unset(n),
             follow_row_ids: Mutex::default(),
+            walk_classes: unset(n),
             tables,
             follows,
             terminals: n,
