@@ -544,12 +544,6 @@ pub fn build_parser_dwa(
     let dense_classes = std::sync::Mutex::new(DenseClasses::default());
     let same = std::sync::Mutex::new(FxHashMap::<BoundaryKey, Arc<SharedBuild>>::default());
     let shapes = std::sync::Mutex::new(FxHashMap::<Arc<ShapeKey>, Arc<SharedShape>>::default());
-    // Short jobs: a few boundaries of a grammar can cost most of its time (a long
-    // string's chunks), and they sit near each other in the boundary order. Rayon
-    // splits a slice into long runs that one worker walks in sequence, so one worker
-    // took all of a `maxLength` string's chunks while the other had nothing left to
-    // steal (o9919: 1.2 times faster on two workers than on one; with runs of at
-    // most 4, 1.8 times).
     // Boundaries that differ only in their lexemes' terminals walk the trie once.
     let renamed = RenamedDwas::new(
         boundaries
@@ -558,6 +552,12 @@ pub fn build_parser_dwa(
             .map(|&b| lexing.likeness(b))
             .collect(),
     );
+    // Short jobs: a few boundaries of a grammar can cost most of its time (a long
+    // string's chunks), and they sit near each other in the boundary order. Rayon
+    // splits a slice into long runs that one worker walks in sequence, so one worker
+    // took all of a `maxLength` string's chunks while the other had nothing left to
+    // steal (o9919: 1.2 times faster on two workers than on one; with runs of at
+    // most 4, 1.8 times).
     let built: Vec<Option<Arc<BoundaryDwa>>> = boundaries
         .par_iter()
         .enumerate()

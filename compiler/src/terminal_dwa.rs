@@ -1656,3 +1656,28 @@ impl SubtreeMemo {
         fits
     }
 }
+
+/// A token trie of `count` random tokens of 1 to `max_len` bytes of `alphabet`, and
+/// end of sequence: for tests that two ways of walking a boundary build the same
+/// automaton whatever the vocabulary.
+#[cfg(test)]
+fn random_trie(
+    rng: &mut crate::test_rng::XorShift,
+    alphabet: &[u8],
+    count: u32,
+    max_len: u64,
+) -> PreparedTrie {
+    use stackmask_formats::{TokenKind, Vocabulary};
+    let entries = (0..count)
+        .map(|_| {
+            let len = 1 + rng.below(max_len) as usize;
+            let bytes = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            Some((bytes, TokenKind::Normal))
+        })
+        .chain([Some((b"<eos>".to_vec(), TokenKind::Special))])
+        .collect();
+    let vocab = Vocabulary::from_entries("random", entries, count);
+    PreparedTrie::new(crate::vocab::build_trie(&vocab))
+}

@@ -94,7 +94,7 @@ impl Walk<'_, '_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Lexing, TerminalDwa};
+    use super::super::{random_trie, Lexing, TerminalDwa};
     use crate::budget::{Deadline, Stage};
     use crate::lexeme_bodies::PreparedTrie;
     use crate::pipeline;
@@ -138,19 +138,7 @@ NUM: /[0-5]+/
             let compiled = pipeline::compile_parser(&lexed, 100_000).expect("tables");
             let tables = compiled.tables.view();
             for (case, run_len) in [2, 3, 4, 8].into_iter().enumerate() {
-                let alphabet = alphabets[g];
-                let entries = (0..1200)
-                    .map(|_| {
-                        let len = 1 + rng.below(8) as usize;
-                        let bytes = (0..len)
-                            .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
-                            .collect();
-                        Some((bytes, TokenKind::Normal))
-                    })
-                    .chain([Some((b"<eos>".to_vec(), TokenKind::Special))])
-                    .collect();
-                let vocab = Vocabulary::from_entries("runs", entries, 1200);
-                let trie = PreparedTrie::new(crate::vocab::build_trie(&vocab));
+                let trie = random_trie(&mut rng, alphabets[g], 1200, 8);
                 let mut runs = Lexing::new(tables, &trie);
                 runs.run_len = run_len;
                 let mut plain = Lexing::new(tables, &trie);
