@@ -655,22 +655,25 @@ impl<'a> Lexing<'a> {
     /// Merged-DFA state `state`'s byte step for a thread that stays in its lexeme, as
     /// [`Lexing::step`] makes it (a lexeme's transitions stay among its own states).
     fn lexeme_runs(&self, state: u32) -> &ByteRuns {
-        self.lexeme_runs[state as usize].get_or_init(|| {
-            let t = &self.tables;
-            let term = t.dfa_term[state as usize];
-            ByteRuns::of(|b| {
-                if t.may_end(term, state, Some(b)) {
-                    BodyTable::END
-                } else {
-                    let next = t.dfa_next(state, b);
-                    if t.dfa_live(next) {
-                        next
-                    } else {
-                        BodyTable::DEAD
-                    }
-                }
-            })
-        })
+        self.lexeme_runs[state as usize]
+            .get_or_init(|| ByteRuns::of(|b| self.lexeme_step(state, b)))
+    }
+
+    /// Merged-DFA state `state`'s step by byte `b` inside its lexeme: [`BodyTable::END`]
+    /// where the lexeme ends before `b`, [`BodyTable::DEAD`] where it dies, else the
+    /// next state.
+    fn lexeme_step(&self, state: u32, b: u8) -> u32 {
+        let t = &self.tables;
+        if t.may_end(t.dfa_term[state as usize], state, Some(b)) {
+            BodyTable::END
+        } else {
+            let next = t.dfa_next(state, b);
+            if t.dfa_live(next) {
+                next
+            } else {
+                BodyTable::DEAD
+            }
+        }
     }
 
     /// [`Lexing::body`], worked out.

@@ -75,8 +75,9 @@ const MAX_STATES: usize = 128;
 
 impl Lexing<'_> {
     /// The [`Likeness`] of `boundary`, for a group of grammar lexemes that reach at most
-    /// [`MAX_STATES`] states; `None` for others (and inside a narrow lexeme of many
-    /// states, a `date-time`'s: its boundaries never recur, and each would pay for a
+    /// [`MAX_STATES`] states, or of one state of a lexeme of many (keyed by its
+    /// [`WalkClasses`] class); `None` for others (and for several lexemes, one of them
+    /// narrow with many states: such boundaries never recur, and each would pay for a
     /// key of the most states).
     pub fn likeness(&self, boundary: Boundary) -> Option<Likeness> {
         let Boundary::Group {
@@ -176,18 +177,9 @@ impl Lexing<'_> {
             {
                 return None;
             }
-            // The codes of a state's bytes, by byte class (as `Lexing::lexeme_runs`).
+            // The codes of a state's bytes, by byte class.
             let reps = t.class_representatives();
-            let code = |s: u32, b: u8| -> u32 {
-                if t.may_end(term, s, Some(b)) {
-                    BodyTable::END
-                } else {
-                    match t.dfa_next(s, b) {
-                        next if t.dfa_live(next) => next,
-                        _ => BodyTable::DEAD,
-                    }
-                }
-            };
+            let code = |s: u32, b: u8| self.lexeme_step(s, b);
             // The most bytes a token can stay in the lexeme: along the token trie, by
             // byte-class pairs that some state goes on with.
             let k = reps.len();
