@@ -36,6 +36,14 @@
 //! grammar, and each boundary cuts its own token sets. Over the middle half of the
 //! MaskBench subset, 8,200 state sets serve 20,700 automata.
 //!
+//! **States past the first terminal.** Boundaries whose Terminal DWAs agree on every
+//! node but the root (a JSON Schema's value ends: `}`, `]`, `null`, `true`, a
+//! string's closing quote) read the stack alike once their first terminal is taken:
+//! a state whose threads are all past the root has the transitions of the state with
+//! the same threads in the first such automaton built ([`RestKey`]), translated
+//! rather than simulated again, in the order a build of its own would make them, so
+//! the automaton is the same.
+//!
 //! End of sequence is a class like the others (its word ends the lexeme in progress
 //! and reads end of input), so the runtime needs no reduce chain for it either.
 
@@ -202,6 +210,8 @@ struct DwaShape {
     weight_sets: Vec<ClassSet>,
     classes: usize,
     terminal_states: usize,
+    /// States whose transitions were translated from a [`RestShape`].
+    translated: usize,
 }
 
 /// What a boundary's automaton states are a function of: its Terminal DWA's words and
@@ -298,6 +308,151 @@ impl std::hash::Hash for BoundaryKey {
     }
 }
 
+/// What a boundary's automaton states past its first terminal are a function of:
+/// its Terminal DWA without the root (every node but the empty word, whose edges
+/// name the first terminal) and its number of classes. A JSON Schema's value ends
+/// (`}`, `]`, `null`, `true`, `false`, a string's closing quote) are boundaries of
+/// this kind: after their own terminal every token goes on alike (`,`, `}`, `]`,
+/// white space) and reads the stack alike, so their automata, thousands of states
+/// each, coincide except for the states that still hold that terminal. The states
+/// of one are kept ([`RestShape`]) and the others take theirs from it.
+struct RestKey {
+    hash: u64,
+    shape: Arc<ShapeKey>,
+    classes: usize,
+}
+
+impl RestKey {
+    fn new(shape: Arc<ShapeKey>, classes: usize) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (&shape.succ[1..], &shape.finals[1..], classes).hash(&mut h);
+        RestKey {
+            hash: h.finish(),
+            shape,
+            classes,
+        }
+    }
+}
+
+impl PartialEq for RestKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash
+            && self.classes == other.classes
+            && self.shape.succ[1..] == other.shape.succ[1..]
+            && self.shape.finals[1..] == other.shape.finals[1..]
+    }
+}
+
+impl Eq for RestKey {}
+
+impl std::hash::Hash for RestKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// A built automaton with the threads of its states, for the boundaries of its
+/// [`RestKey`]: a state whose threads are all past the root (no thread still holds
+/// the first terminal) reads the stack as the state with the same threads here, so
+/// its transitions are translated from this one's instead of simulated again.
+struct RestShape {
+    shape: Arc<DwaShape>,
+    /// Per local state: its threads.
+    keys: Vec<Key>,
+    /// Local state ids by their threads.
+    ids: FxHashMap<Key, u32>,
+}
+
+impl RestShape {
+    /// What reading LR state `r` in local state `state` yields: its target and
+    /// weight. Transitions are sorted by the state read; one not listed takes the
+    /// default.
+    fn outcome(&self, state: u32, r: u32) -> (u32, u32) {
+        let (trans, default, default_weight) = &self.shape.states[state as usize];
+        match trans.binary_search_by_key(&r, |&(s, _, _)| s) {
+            Ok(i) => (trans[i].1, trans[i].2),
+            Err(_) => (*default, *default_weight),
+        }
+    }
+
+    /// The threads of `target` (of every state of a fork, as a step leaves them).
+    fn threads_of(&self, target: u32, threads: &mut Vec<Thread>) {
+        threads.clear();
+        if target & ParserDwa::FORK != 0 {
+            for &s in &self.shape.forks[(target & !ParserDwa::FORK) as usize] {
+                threads.extend_from_slice(&self.keys[s as usize]);
+            }
+        } else {
+            threads.extend_from_slice(&self.keys[target as usize]);
+        }
+    }
+}
+
+/// What a boundary's build has made of a [`RestShape`]'s targets and weights so far,
+/// by their ids there ([`NONE`]: not met yet).
+struct Translated {
+    states: Vec<u32>,
+    forks: Vec<u32>,
+    weights: Vec<u32>,
+}
+
+impl Translated {
+    fn new(rest: &RestShape) -> Self {
+        Translated {
+            states: vec![NONE; rest.keys.len()],
+            forks: vec![NONE; rest.shape.forks.len()],
+            weights: vec![NONE; rest.shape.weight_sets.len()],
+        }
+    }
+
+    /// Where target `target` of the kept automaton is kept.
+    fn target(&mut self, target: u32) -> &mut u32 {
+        if target & ParserDwa::FORK != 0 {
+            &mut self.forks[(target & !ParserDwa::FORK) as usize]
+        } else {
+            &mut self.states[target as usize]
+        }
+    }
+}
+
+/// The id of weight `set` among `sets` (by `ids`), added if new.
+fn weight_id(ids: &mut FxHashMap<ClassSet, u32>, sets: &mut Vec<ClassSet>, set: &ClassSet) -> u32 {
+    if let Some(&w) = ids.get(set) {
+        return w;
+    }
+    sets.push(set.clone());
+    ids.insert(set.clone(), sets.len() as u32 - 1);
+    sets.len() as u32 - 1
+}
+
+/// Which built automata are kept as [`RestShape`]s: those of Terminal DWAs of at
+/// least `min_terminal_states` nodes with at least `min_states` states (smaller ones
+/// are cheaper to build again than to keep).
+#[derive(Clone, Copy, Debug)]
+struct RestSharing {
+    min_terminal_states: usize,
+    min_states: usize,
+}
+
+impl RestSharing {
+    /// The compiler's setting: value ends have 20 or more Terminal DWA nodes and
+    /// automata of thousands of states; property names (thousands of boundaries)
+    /// have a few nodes and a few states.
+    const DEFAULT: RestSharing = RestSharing {
+        min_terminal_states: 16,
+        min_states: 64,
+    };
+}
+
+/// A boundary's automaton as [`Builder::build`] leaves it: its states and the
+/// threads of each.
+struct Built {
+    shape: DwaShape,
+    keys: Vec<Key>,
+    ids: FxHashMap<Key, u32>,
+}
+
 /// One automaton, built by the first boundary of its [`BoundaryKey`] to ask.
 type SharedBuild = std::sync::OnceLock<Result<Option<Arc<BoundaryDwa>>, ParserDwaError>>;
 
@@ -324,6 +479,10 @@ pub struct ParserDwaStats {
     /// States of all automata together before minimization: what `max_states`
     /// (`--max-dwa-states`) bounds.
     pub states_built: usize,
+    /// States of those automata whose transitions were translated from another
+    /// boundary's automaton that coincides with theirs past the first terminal
+    /// rather than simulated.
+    pub states_translated: usize,
 }
 
 /// The chunks of token sets (see [`ParserDwa::chunk_table`]), interned across all
@@ -524,6 +683,33 @@ pub fn build_parser_dwa(
     describe: &(dyn Fn(Boundary) -> String + Sync),
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(ParserDwa, ParserDwaStats), ParserDwaError> {
+    build_parser_dwa_with(
+        tables,
+        trie,
+        vocab_len,
+        eos,
+        limits,
+        deadline,
+        describe,
+        progress,
+        Some(RestSharing::DEFAULT),
+    )
+}
+
+/// [`build_parser_dwa`] with automata kept for boundaries of one [`RestKey`] as
+/// `rest_sharing` says (`None`: none, every automaton built on its own).
+#[allow(clippy::too_many_arguments)]
+fn build_parser_dwa_with(
+    tables: TablesRef<'_>,
+    trie: &PreparedTrie,
+    vocab_len: usize,
+    eos: u32,
+    limits: ParserDwaLimits,
+    deadline: &Deadline,
+    describe: &(dyn Fn(Boundary) -> String + Sync),
+    progress: &(dyn Fn(usize, usize) + Sync),
+    rest_sharing: Option<RestSharing>,
+) -> Result<(ParserDwa, ParserDwaStats), ParserDwaError> {
     deadline.check(Stage::TerminalDwa)?;
     let lexing = Lexing::new(tables, trie);
     let boundaries = lexing.boundaries();
@@ -544,6 +730,7 @@ pub fn build_parser_dwa(
     let dense_classes = std::sync::Mutex::new(DenseClasses::default());
     let same = std::sync::Mutex::new(FxHashMap::<BoundaryKey, Arc<SharedBuild>>::default());
     let shapes = std::sync::Mutex::new(FxHashMap::<Arc<ShapeKey>, Arc<SharedShape>>::default());
+    let rests = std::sync::Mutex::new(FxHashMap::<RestKey, Arc<RestShape>>::default());
     // Boundaries that differ only in their lexemes' terminals walk the trie once.
     let renamed = RenamedDwas::new(
         boundaries
@@ -606,7 +793,14 @@ pub fn build_parser_dwa(
                 .clone();
             let r = shared
                 .get_or_init(|| {
+                    let rest_key = rest_sharing
+                        .filter(|r| shape_key.succ.len() >= r.min_terminal_states)
+                        .map(|r| (r, RestKey::new(shape_key.clone(), classes)));
+                    let rest = rest_key.as_ref().and_then(|(_, key)| {
+                        rests.lock().expect("no builder panicked").get(key).cloned()
+                    });
                     let builder = Builder {
+                        rest,
                         by_read: RefCell::new(Reads::new(classes)),
                         by_goto: Default::default(),
                         tables,
@@ -632,9 +826,24 @@ pub fn build_parser_dwa(
                         .clone();
                     let shape = shape
                         .get_or_init(|| {
-                            builder
-                                .build(&counter, &limits, deadline, &|| describe(b))
-                                .map(|d| d.map(Arc::new))
+                            let built = builder.build(&counter, &limits, deadline, &|| describe(b));
+                            Ok(built?.map(|Built { shape, keys, ids }| {
+                                let shape = Arc::new(shape);
+                                if let Some((sharing, key)) = rest_key {
+                                    if builder.rest.is_none()
+                                        && shape.states.len() >= sharing.min_states
+                                    {
+                                        rests.lock().expect("no builder panicked").entry(key).or_insert_with(|| {
+                                            Arc::new(RestShape {
+                                                shape: shape.clone(),
+                                                keys,
+                                                ids,
+                                            })
+                                        });
+                                    }
+                                }
+                                shape
+                            }))
                         })
                         .clone()?;
                     let Some(shape) = shape else {
@@ -721,7 +930,9 @@ pub fn build_parser_dwa(
             starts.insert(*b, start);
             continue;
         }
-        shape_ptrs.insert(Arc::as_ptr(&dwa.shape));
+        if shape_ptrs.insert(Arc::as_ptr(&dwa.shape)) {
+            stats.states_translated += dwa.shape.translated;
+        }
         // Local state s > 0 becomes offset + s - 1; local 0 stays STOP.
         let offset = out.default_target.len() as u32;
         let state = |s: u32| {
@@ -803,7 +1014,7 @@ pub fn build_parser_dwa(
     stats.automata = start_of.len();
     stats.shapes = shape_ptrs.len();
     drop((start_of, shape_ptrs));
-    rayon::spawn(move || drop((same, shapes, built, store, dense_classes)));
+    rayon::spawn(move || drop((same, shapes, rests, built, store, dense_classes)));
     lexing.drop_on_pool();
     join_adjacent_chunks(&mut out);
     let t = std::time::Instant::now();
@@ -953,6 +1164,9 @@ struct GotoStep {
 
 /// Builds one boundary's automaton by subset construction.
 struct Builder<'a> {
+    /// The automaton of a boundary that coincides with this one past the first
+    /// terminal, whose states this one's take their transitions from ([`RestKey`]).
+    rest: Option<Arc<RestShape>>,
     /// Per `(ready thread, LR state read)`: what the read does ([`Builder::read`]).
     /// Threads recur in many automaton states, so each read is worked out once per
     /// boundary.
@@ -1009,7 +1223,7 @@ impl Builder<'_> {
         limits: &ParserDwaLimits,
         deadline: &Deadline,
         describe: &dyn Fn() -> String,
-    ) -> Result<Option<DwaShape>, ParserDwaError> {
+    ) -> Result<Option<Built>, ParserDwaError> {
         let mut poll = deadline.poll(Stage::ParserDwa);
         poll.check()?;
         let max_states = limits.max_states;
@@ -1030,6 +1244,8 @@ impl Builder<'_> {
         weight_ids.insert(ClassSet::empty(k), 0);
         let mut weight_sets = vec![ClassSet::empty(k)];
         let mut targets: Vec<u32> = Vec::new();
+        let mut translated_ids = self.rest.as_deref().map(Translated::new);
+        let mut translated = 0;
 
         // The automaton state(s) a thread set continues in: one per template
         // continuation, as a fork where there are several (module docs). Threads
@@ -1085,23 +1301,30 @@ impl Builder<'_> {
         )?;
         let mut states: Vec<LocalState> = vec![(Vec::new(), 0, 0)];
         let mut d = 1;
+        // Scratch reused from state to state: a large boundary has tens of thousands
+        // of states with a read or two each, where allocating these was much of a
+        // state's cost.
+        let mut candidates: Vec<u32> = Vec::new();
+        let mut waiting: Vec<Thread> = Vec::new();
+        // One step's result, reused from candidate to candidate.
+        let mut threads: Vec<Thread> = Vec::new();
+        let mut accepted = ClassSet::empty(k);
+        let mut counts: FxHashMap<(u32, u32), usize> = FxHashMap::default();
         while d < keys.len() {
             poll.tick()?;
             if keys.len() > limits.boundary_states {
                 return Ok(None);
             }
-            let key = keys[d].clone();
+            // Taken while the state is built (interning only adds keys) and put back.
+            let key = std::mem::take(&mut keys[d]);
             // Default: only threads still popping survive a state without a key.
-            let mut waiting: Vec<Thread> = key
-                .iter()
-                .filter(|t| t.pops > 0)
-                .map(|t| Thread {
-                    pops: t.pops - 1,
-                    ..*t
-                })
-                .collect();
+            waiting.clear();
+            waiting.extend(key.iter().filter(|t| t.pops > 0).map(|t| Thread {
+                pops: t.pops - 1,
+                ..*t
+            }));
             let default = intern(&mut waiting, &mut keys)?;
-            let mut candidates: Vec<u32> = Vec::new();
+            candidates.clear();
             let ready = key.iter().filter(|t| t.pops == 0);
             if ready.clone().any(|t| t.goto == NONE) {
                 // Only the start state reads the head (it has no other thread).
@@ -1115,34 +1338,67 @@ impl Builder<'_> {
             }
             let mut trans = Vec::new();
             let num_candidates = candidates.len();
-            let candidate_list = candidates.clone();
-            // One step's result, reused from candidate to candidate.
-            let mut threads: Vec<Thread> = Vec::new();
-            let mut accepted = ClassSet::empty(k);
-            for r in candidates {
+            // Past the root, the state with the same threads in the kept automaton
+            // reads alike: its outcomes, translated, in the same order, give the same
+            // local ids and weights as simulating them here.
+            let kept = (self.rest.as_deref())
+                .filter(|_| key.iter().all(|t| t.node != 0))
+                .and_then(|rest| Some((rest, *rest.ids.get(&key)?)));
+            translated += kept.is_some() as usize;
+            for &r in &candidates {
                 poll.tick()?;
-                match self.step(&key, r, &mut steps_left, &mut threads, &mut accepted) {
-                    Ok(()) => {}
-                    Err(StepError::BoundaryBudget) => return Ok(None),
-                    Err(StepError::Chain(e)) => return Err(e.into()),
-                    Err(StepError::Budget) => {
-                        return Err(ParserDwaError::Simulation {
-                            limit: MAX_SIMULATION_STEPS,
-                            boundary: describe(),
-                        })
+                let (target, w) = match kept {
+                    Some((rest, state)) => {
+                        let Some(left) = steps_left.checked_sub(STEP_COST) else {
+                            return Ok(None);
+                        };
+                        steps_left = left;
+                        let (there, w_there) = rest.outcome(state, r);
+                        let translated_ids = translated_ids.as_mut().expect("made with the rest");
+                        let target = match *translated_ids.target(there) {
+                            NONE => {
+                                rest.threads_of(there, &mut threads);
+                                let here = intern(&mut threads, &mut keys)?;
+                                *translated_ids.target(there) = here;
+                                here
+                            }
+                            here => here,
+                        };
+                        // Weight 0 is the empty set, here and there.
+                        if w_there == 0 && target == default {
+                            continue;
+                        }
+                        let w = match translated_ids.weights[w_there as usize] {
+                            NONE => {
+                                let set = &rest.shape.weight_sets[w_there as usize];
+                                let here = weight_id(&mut weight_ids, &mut weight_sets, set);
+                                translated_ids.weights[w_there as usize] = here;
+                                here
+                            }
+                            here => here,
+                        };
+                        (target, w)
                     }
-                };
-                let target = intern(&mut threads, &mut keys)?;
-                if accepted.is_empty() && target == default {
-                    continue;
-                }
-                let w = match weight_ids.get(&accepted) {
-                    Some(&w) => w,
                     None => {
-                        weight_sets.push(accepted.clone());
-                        let w = weight_sets.len() as u32 - 1;
-                        weight_ids.insert(accepted.clone(), w);
-                        w
+                        match self.step(&key, r, &mut steps_left, &mut threads, &mut accepted) {
+                            Ok(()) => {}
+                            Err(StepError::BoundaryBudget) => return Ok(None),
+                            Err(StepError::Chain(e)) => return Err(e.into()),
+                            Err(StepError::Budget) => {
+                                return Err(ParserDwaError::Simulation {
+                                    limit: MAX_SIMULATION_STEPS,
+                                    boundary: describe(),
+                                })
+                            }
+                        };
+                        let target = intern(&mut threads, &mut keys)?;
+                        if accepted.is_empty() && target == default {
+                            continue;
+                        }
+                        (
+                            target,
+                            weight_id(&mut weight_ids, &mut weight_sets, &accepted),
+                        )
                     }
                 };
                 trans.push((r, target, w));
@@ -1153,22 +1409,22 @@ impl Builder<'_> {
                 // has that goto (the LR parser built it: a reduction's goto exists on
                 // the state it uncovers), so only candidates occur here and the most
                 // common outcome can be the default.
-                let mut counts: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+                counts.clear();
                 for &(_, target, w) in &trans {
                     *counts.entry((target, w)).or_default() += 1;
                 }
                 counts.insert(default, num_candidates - trans.len());
                 let common = counts
-                    .into_iter()
-                    .max_by_key(|&(outcome, n)| (n, std::cmp::Reverse(outcome)))
-                    .map(|(outcome, _)| outcome)
+                    .iter()
+                    .max_by_key(|&(&outcome, &n)| (n, std::cmp::Reverse(outcome)))
+                    .map(|(&outcome, _)| outcome)
                     .expect("the default is counted");
                 if common != default {
-                    // The candidates the old default covered get explicit transitions.
+                    // The candidates the old default covered get explicit transitions
+                    // (`trans` is in the order of the candidates, which are sorted).
                     let mut all: Vec<(u32, u32, u32)> = trans.clone();
-                    let listed: rustc_hash::FxHashSet<u32> = trans.iter().map(|t| t.0).collect();
-                    for &r in &candidate_list {
-                        if !listed.contains(&r) {
+                    for &r in &candidates {
+                        if trans.binary_search_by_key(&r, |t| t.0).is_err() {
                             all.push((r, default.0, default.1));
                         }
                     }
@@ -1181,15 +1437,21 @@ impl Builder<'_> {
                 }
             }
             states.push((trans, default.0, default.1));
+            keys[d] = key;
             d += 1;
         }
-        Ok(Some(DwaShape {
-            start,
-            states,
-            forks,
-            weight_sets,
-            classes: k,
-            terminal_states: self.tdwa.num_states(),
+        Ok(Some(Built {
+            shape: DwaShape {
+                start,
+                states,
+                forks,
+                weight_sets,
+                classes: k,
+                terminal_states: self.tdwa.num_states(),
+                translated,
+            },
+            keys,
+            ids,
         }))
     }
 
@@ -1632,5 +1894,62 @@ mod tests {
             };
             assert_eq!(chunks(&by_ids, &a), chunks(&by_mask, &b), "case {case}");
         }
+    }
+
+    /// Boundaries whose automata coincide past their first terminal (a schema's value
+    /// ends: `}`, `]`, `null`, `true`, `false`, a string's closing quote) take those
+    /// states from the first one built ([`RestShape`]): the Parser DWA is the one
+    /// every boundary builds on its own, over random vocabularies, and states were
+    /// taken.
+    #[test]
+    fn states_taken_past_the_first_terminal_are_the_states_built_alone() {
+        let schema = r#"{"type": "object", "properties": {
+            "a": {"type": ["boolean", "null", "string"]},
+            "b": {"type": "array", "items": {"type": ["integer", "boolean", "null"]}},
+            "c": {"type": "object", "properties": {"d": {"enum": [true, false, null, "x"]}}}}}"#;
+        let lexed = crate::pipeline::lex_schema_source(
+            schema,
+            "rest.json",
+            &crate::frontend::json_schema::SchemaOptions::default(),
+        )
+        .expect("schema")
+        .0;
+        let compiled = crate::pipeline::compile_parser(&lexed, 100_000).expect("tables");
+        let tables = compiled.tables.view();
+        let mut rng = XorShift(0x5e57_0f7e);
+        let mut translated = 0;
+        for case in 0..4 {
+            let count = 600;
+            let trie = crate::terminal_dwa::random_trie(
+                &mut rng,
+                b"abcdxyz\":,{}[]0129.-tfnrulse ",
+                count,
+                6,
+            );
+            let build = |sharing| {
+                build_parser_dwa_with(
+                    tables,
+                    &trie,
+                    count as usize + 1,
+                    count,
+                    ParserDwaLimits::default(),
+                    &Deadline::unlimited(),
+                    &|b| format!("{b:?}"),
+                    &|_, _| {},
+                    sharing,
+                )
+                .expect("within limits")
+            };
+            let (alone, alone_stats) = build(None);
+            let every = RestSharing {
+                min_terminal_states: 0,
+                min_states: 0,
+            };
+            let (shared, stats) = build(Some(every));
+            assert_eq!(alone_stats.states_translated, 0);
+            assert!(alone == shared, "case {case}: the Parser DWAs differ");
+            translated += stats.states_translated;
+        }
+        assert!(translated > 0, "no state was taken from another boundary's");
     }
 }

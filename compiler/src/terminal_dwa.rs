@@ -1664,7 +1664,7 @@ impl SubtreeMemo {
 /// end of sequence: for tests that two ways of walking a boundary build the same
 /// automaton whatever the vocabulary.
 #[cfg(test)]
-fn random_trie(
+pub(crate) fn random_trie(
     rng: &mut crate::test_rng::XorShift,
     alphabet: &[u8],
     count: u32,
