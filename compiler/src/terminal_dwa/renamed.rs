@@ -177,28 +177,62 @@ impl Lexing<'_> {
             {
                 return None;
             }
-            // The codes of a state's bytes, by byte class.
+            // The codes of a state's bytes, by byte class: each stepped once here (a
+            // `date-time`'s 11,000 states times 40 classes), read by the pairs below and
+            // every round of the refinement.
             let reps = t.class_representatives();
-            let code = |s: u32, b: u8| self.lexeme_step(s, b);
-            // The most bytes a token can stay in the lexeme: along the token trie, by
-            // byte-class pairs that some state goes on with.
             let k = reps.len();
+            let codes: Vec<u32> = block
+                .clone()
+                .flat_map(|s| reps.iter().map(move |&b| self.lexeme_step(s, b)))
+                .collect();
+            let code = |s: u32, c: usize| -> u32 {
+                match s.checked_sub(first).filter(|&i| i < n) {
+                    Some(i) => codes[i as usize * k + c],
+                    None => self.lexeme_step(s, reps[c]),
+                }
+            };
+            // The most bytes a token can stay in the lexeme: along the token trie, by
+            // byte-class pairs that some state goes on with. A state's pairs are the
+            // classes it goes on with, times the classes the state after each goes on
+            // with: per state, one row of the latter, OR-ed (classes by state by class
+            // stepped every state's successors again: 18 M steps for a `date-time`).
+            let words = k.div_ceil(64);
+            let goes_on = |s: u32| -> Vec<u64> {
+                let mut row = vec![0u64; words];
+                for c in 0..k {
+                    if code(s, c) < BodyTable::CUT {
+                        row[c / 64] |= 1 << (c % 64);
+                    }
+                }
+                row
+            };
+            let rows: Vec<Vec<u64>> = block.clone().map(goes_on).collect();
             let mut first_byte = vec![false; k];
-            let mut pair = vec![false; k * k];
+            let mut pair_rows = vec![0u64; k * words];
             for s in block.clone() {
-                for (c1, &b1) in reps.iter().enumerate() {
-                    let next = code(s, b1);
+                for c1 in 0..k {
+                    let next = code(s, c1);
                     if next >= BodyTable::CUT {
                         continue;
                     }
                     first_byte[c1] = true;
-                    for (c2, &b2) in reps.iter().enumerate() {
-                        if code(next, b2) < BodyTable::CUT {
-                            pair[c1 * k + c2] = true;
+                    let owned;
+                    let row = match next.checked_sub(first).filter(|&i| i < n) {
+                        Some(i) => &rows[i as usize],
+                        None => {
+                            owned = goes_on(next);
+                            &owned
                         }
+                    };
+                    for (w, &bits) in row.iter().enumerate() {
+                        pair_rows[c1 * words + w] |= bits;
                     }
                 }
             }
+            let pair: Vec<bool> = (0..k * k)
+                .map(|i| pair_rows[(i / k) * words + (i % k) / 64] >> ((i % k) % 64) & 1 != 0)
+                .collect();
             let nodes = self.trie.trie().view().nodes;
             let mut along: Vec<(bool, usize)> = vec![(true, 0); 1];
             let mut longest = 0usize;
@@ -234,7 +268,7 @@ impl Lexing<'_> {
                     .map(|s| {
                         let mut sig = Vec::with_capacity(k + 1);
                         sig.push(class[(s - first) as usize]);
-                        sig.extend(reps.iter().map(|&b| match code(s, b) {
+                        sig.extend((0..k).map(|c| match code(s, c) {
                             c if c >= BodyTable::CUT => c,
                             c => class[(c - first) as usize],
                         }));
