@@ -643,6 +643,16 @@ pub fn compile_lexer_within<E: From<LexerError> + From<BudgetError> + Send>(
     compile_lexer_polled(grammar, limits, &|| Ok(deadline.check(Stage::Lexer)?))
 }
 
+/// Terminal `t` of `grammar` failed to compile: where it is defined and why.
+fn terminal_error(grammar: &Grammar, t: &Terminal, kind: LexerErrorKind) -> LexerError {
+    LexerError {
+        source_name: grammar.source_name.clone(),
+        location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
+        terminal: t.name.clone(),
+        kind,
+    }
+}
+
 /// A terminal's build: its reachable states and its table, or why it has none.
 type Built = Result<(usize, ByteDfa), LexerErrorKind>;
 
@@ -695,12 +705,7 @@ fn compile_lexer_polled<E: From<LexerError> + Send>(
                 Err(_) => build(t, left, budget)?,
             }
         };
-        let (_, dfa) = built.map_err(|kind| LexerError {
-            source_name: grammar.source_name.clone(),
-            location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
-            terminal: t.name.clone(),
-            kind,
-        })?;
+        let (_, dfa) = built.map_err(|kind| terminal_error(grammar, t, kind))?;
         used += dfa.num_states();
         out.push(dfa);
     }
@@ -1022,12 +1027,7 @@ mod tests {
                         poll,
                     )
                 });
-                let (_, dfa) = built.map_err(|kind| LexerError {
-                    source_name: g.source_name.clone(),
-                    location: t.defined_at.unwrap_or(Location { line: 1, col: 1 }),
-                    terminal: t.name.clone(),
-                    kind,
-                })?;
+                let (_, dfa) = built.map_err(|kind| terminal_error(g, t, kind))?;
                 used += dfa.num_states();
                 out.push(dfa);
             }
