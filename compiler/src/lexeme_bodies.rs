@@ -367,10 +367,11 @@ impl BodyWalk {
     }
 }
 
-/// A token trie with the lexeme bodies walked over it so far, and its wide nodes
-/// indexed: what every grammar compiled for one vocabulary shares. The walks are pure
-/// functions of the trie and a [`BodyTable`], so a grammar's Terminal DWAs do not
-/// depend on what is kept.
+/// A token trie with the lexeme bodies walked over it so far, many-state lexemes'
+/// walk classes, and its wide nodes indexed: what every grammar compiled for one
+/// vocabulary shares. The walks are pure functions of the trie and a [`BodyTable`], and
+/// the classes of the trie and a lexeme's own automaton, so a grammar's Terminal DWAs
+/// do not depend on what is kept.
 pub struct PreparedTrie {
     /// Shareable with the runtime's `SharedVocab` made from the same build.
     trie: Arc<TokenTrie>,
@@ -380,6 +381,16 @@ pub struct PreparedTrie {
     /// Fewest trie nodes under a node for a walk to take that subtree's walk under
     /// another table from the store ([`PreparedTrie::SPLICE_MIN_NODES`]).
     splice_min_nodes: usize,
+    /// Many-state lexemes' walk classes, by their automata: see
+    /// [`PreparedTrie::walk_classes`].
+    walk_classes: Mutex<WalkClassesKept>,
+}
+
+/// Walk classes kept, by the automaton they were worked out for, and their bytes.
+#[derive(Default)]
+struct WalkClassesKept {
+    classes: FxHashMap<Arc<[u32]>, Arc<[u32]>>,
+    bytes: usize,
 }
 
 /// Where a table, from one of its states, is another interned table: that table's id
@@ -429,6 +440,7 @@ impl PreparedTrie {
             trie,
             store: Mutex::default(),
             splice_min_nodes: Self::SPLICE_MIN_NODES,
+            walk_classes: Mutex::default(),
         }
     }
 
@@ -560,6 +572,43 @@ impl PreparedTrie {
     pub fn kept(&self) -> (usize, usize) {
         let store = self.store();
         (store.tables.len(), store.walks.len())
+    }
+
+    /// Bytes of walk classes kept per vocabulary (a `date-time`'s are 0.9 MB of
+    /// automaton and 44 KB of classes).
+    pub const MAX_WALK_CLASS_BYTES: usize = 64 << 20;
+
+    /// The walk classes of the lexeme automaton `automaton` (a pure function of it and
+    /// this trie, `make`): kept, or made now and kept while there is room. A schema's
+    /// `date-time` is the same 11,000-state automaton in every schema that has one, and
+    /// its classes took 19–36 ms each time (the trie walked for how far tokens reach
+    /// into it, then a refinement round per byte of that).
+    pub(crate) fn walk_classes(
+        &self,
+        automaton: Arc<[u32]>,
+        make: impl FnOnce(&[u32]) -> Vec<u32>,
+    ) -> Arc<[u32]> {
+        if let Some(classes) = self.kept_walk_classes().classes.get(&automaton) {
+            return classes.clone();
+        }
+        let classes: Arc<[u32]> = make(&automaton).into();
+        let bytes = 4 * (automaton.len() + classes.len());
+        let mut kept = self.kept_walk_classes();
+        if kept.bytes + bytes <= Self::MAX_WALK_CLASS_BYTES {
+            kept.bytes += bytes;
+            kept.classes.insert(automaton, classes.clone());
+        }
+        classes
+    }
+
+    fn kept_walk_classes(&self) -> std::sync::MutexGuard<'_, WalkClassesKept> {
+        // Every update is one insert, so a poisoned lock still guards a consistent map.
+        self.walk_classes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many lexemes' walk classes are kept (for tests).
+    pub fn walk_classes_kept(&self) -> usize {
+        self.kept_walk_classes().classes.len()
     }
 }
 

@@ -29,6 +29,10 @@
 //! keyed instead by its state's [`WalkClasses`] class: tokens reach only a few bytes
 //! into such a lexeme, and states that end or die at the same bytes that far walk
 //! the trie alike. The 11,047 `date-time` boundaries of `o9919` are 1,113 walks.
+//! Those classes depend only on the lexeme's own automaton and the trie, so they are
+//! kept with the vocabulary for the next grammar with the same lexeme (a `date-time`
+//! recurs from schema to schema): see
+//! [`PreparedTrie::walk_classes`](crate::lexeme_bodies::PreparedTrie::walk_classes).
 
 use super::{Boundary, Lexing, TerminalDwa, TerminalDwaError, NONE};
 use crate::budget::Poll;
@@ -63,7 +67,7 @@ pub(super) struct WalkClasses {
     /// The terminal's first state (its states are one block of the merged DFA).
     first: u32,
     /// Per state of the block: its class.
-    class: Vec<u32>,
+    class: Arc<[u32]>,
 }
 
 /// Most lexeme states a key describes: a boundary at the start of a large object's
@@ -163,8 +167,10 @@ impl Lexing<'_> {
         })
     }
 
-    /// Terminal `term`'s [`WalkClasses`], worked out once; `None` if its states are
-    /// not one block of the merged DFA.
+    /// Terminal `term`'s [`WalkClasses`], worked out once per grammar and taken from
+    /// the vocabulary's when another grammar had the same automaton
+    /// ([`PreparedTrie::walk_classes`](crate::lexeme_bodies::PreparedTrie::walk_classes));
+    /// `None` if its states are not one block of the merged DFA, or step out of it.
     fn walk_classes(&self, term: u32) -> &Option<WalkClasses> {
         self.walk_classes[term as usize].get_or_init(|| {
             let t = &self.tables;
@@ -177,113 +183,61 @@ impl Lexing<'_> {
             {
                 return None;
             }
-            // The codes of a state's bytes, by byte class: each stepped once here (a
-            // `date-time`'s 11,000 states times 40 classes), read by the pairs below and
-            // every round of the refinement.
-            let reps = t.class_representatives();
-            let k = reps.len();
-            let codes: Vec<u32> = block
-                .clone()
-                .flat_map(|s| reps.iter().map(move |&b| self.lexeme_step(s, b)))
-                .collect();
-            let code = |s: u32, c: usize| -> u32 {
-                match s.checked_sub(first).filter(|&i| i < n) {
-                    Some(i) => codes[i as usize * k + c],
-                    None => self.lexeme_step(s, reps[c]),
-                }
-            };
-            // The most bytes a token can stay in the lexeme: along the token trie, by
-            // byte-class pairs that some state goes on with. A state's pairs are the
-            // classes it goes on with, times the classes the state after each goes on
-            // with: per state, one row of the latter, OR-ed (classes by state by class
-            // stepped every state's successors again: 18 M steps for a `date-time`).
-            let words = k.div_ceil(64);
-            let goes_on = |s: u32| -> Vec<u64> {
-                let mut row = vec![0u64; words];
-                for c in 0..k {
-                    if code(s, c) < BodyTable::CUT {
-                        row[c / 64] |= 1 << (c % 64);
-                    }
-                }
-                row
-            };
-            let rows: Vec<Vec<u64>> = block.clone().map(goes_on).collect();
-            let mut first_byte = vec![false; k];
-            let mut pair_rows = vec![0u64; k * words];
-            for s in block.clone() {
-                for c1 in 0..k {
-                    let next = code(s, c1);
-                    if next >= BodyTable::CUT {
-                        continue;
-                    }
-                    first_byte[c1] = true;
-                    let owned;
-                    let row = match next.checked_sub(first).filter(|&i| i < n) {
-                        Some(i) => &rows[i as usize],
-                        None => {
-                            owned = goes_on(next);
-                            &owned
-                        }
-                    };
-                    for (w, &bits) in row.iter().enumerate() {
-                        pair_rows[c1 * words + w] |= bits;
-                    }
-                }
-            }
-            let pair: Vec<bool> = (0..k * k)
-                .map(|i| pair_rows[(i / k) * words + (i % k) / 64] >> ((i % k) % 64) & 1 != 0)
-                .collect();
-            let nodes = self.trie.trie().view().nodes;
-            let mut along: Vec<(bool, usize)> = vec![(true, 0); 1];
-            let mut longest = 0usize;
-            let mut i = 1;
-            while i < nodes.len() {
-                let node = &nodes[i];
-                let depth = node.depth as usize;
-                let class = t.byte_class[node.byte as usize] as usize;
-                let alive = match depth {
-                    1 => first_byte[class],
-                    _ => along[depth - 1].0 && pair[along[depth - 1].1 * k + class],
-                };
-                if !alive {
-                    i += node.subtree_size as usize;
-                    continue;
-                }
-                longest = longest.max(depth);
-                along.resize(depth + 1, (false, 0));
-                along[depth] = (true, class);
-                i += 1;
-            }
-            // Moore's refinement, one round per byte a walk reads before the lexeme
-            // ends or dies: states in one class then step alike along every token.
-            let mut class: Vec<u32> = block
-                .clone()
-                .map(|s| u32::from(t.may_end(term, s, None)))
-                .collect();
-            let mut classes = 0;
-            for _ in 0..=longest {
-                let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
-                let next: Vec<u32> = block
-                    .clone()
-                    .map(|s| {
-                        let mut sig = Vec::with_capacity(k + 1);
-                        sig.push(class[(s - first) as usize]);
-                        sig.extend((0..k).map(|c| match code(s, c) {
-                            c if c >= BodyTable::CUT => c,
-                            c => class[(c - first) as usize],
-                        }));
-                        let fresh = ids.len() as u32;
-                        *ids.entry(sig).or_insert(fresh)
-                    })
-                    .collect();
-                class = next;
-                if ids.len() == classes {
-                    break;
-                }
-                classes = ids.len();
-            }
+            let automaton = self.own_automaton(term, first, n)?;
+            let trie = self.trie.trie().view();
+            let class = (self.trie).walk_classes(automaton.into(), |a| classes_of_walks(a, trie));
             Some(WalkClasses { first, class })
         })
+    }
+
+    /// Terminal `term`'s automaton (its `n` states from `first`) as [`classes_of_walks`]
+    /// reads it, in the terminal's own terms, so that every grammar with this terminal
+    /// writes the same one: its states numbered from 0, and its own byte classes (the
+    /// grammar's classes, which depend on its other terminals, joined where every state
+    /// steps them alike), numbered in the order of their first bytes. `None` if a
+    /// state steps out of the block.
+    ///
+    /// Layout: `n`, the number of classes `k`, each byte's class (256), each state's
+    /// "may end at end of input" (0 or 1, `n`), then each state's code per class
+    /// (`n × k`: [`BodyTable::END`], [`BodyTable::DEAD`] or the next state).
+    fn own_automaton(&self, term: u32, first: u32, n: u32) -> Option<Vec<u32>> {
+        let t = &self.tables;
+        let block = first..first + n;
+        // Each state's code per grammar byte class, stepped once (a `date-time`'s
+        // 11,000 states times 40 classes).
+        let reps = t.class_representatives();
+        let k = reps.len();
+        let mut codes: Vec<u32> = block
+            .clone()
+            .flat_map(|s| reps.iter().map(move |&b| self.lexeme_step(s, b)))
+            .collect();
+        for c in &mut codes {
+            if *c < BodyTable::CUT {
+                *c = c.checked_sub(first).filter(|&i| i < n)?;
+            }
+        }
+        let mut own = vec![u32::MAX; k];
+        let mut columns: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        let mut order: Vec<usize> = Vec::new();
+        for b in 0..=255u8 {
+            let g = t.byte_class[b as usize] as usize;
+            if own[g] == u32::MAX {
+                let column: Vec<u32> = (0..n as usize).map(|i| codes[i * k + g]).collect();
+                let next = columns.len() as u32;
+                own[g] = *columns.entry(column).or_insert_with(|| {
+                    order.push(g);
+                    next
+                });
+            }
+        }
+        let mut a = Vec::with_capacity(2 + 256 + n as usize * (1 + order.len()));
+        a.extend([n, order.len() as u32]);
+        a.extend((0..=255u8).map(|b| own[t.byte_class[b as usize] as usize]));
+        a.extend(block.map(|s| u32::from(t.may_end(term, s, None))));
+        for i in 0..n as usize {
+            a.extend(order.iter().map(|&g| codes[i * k + g]));
+        }
+        Some(a)
     }
 
     /// An id of terminal `term`'s row of `follows`: equal ids, equal rows.
@@ -398,6 +352,96 @@ fn renamed(dwa: &TerminalDwa, from: &[u32], to: &[u32], boundary: Boundary) -> T
     out
 }
 
+/// The [`WalkClasses`] classes of a lexeme automaton laid out as
+/// [`Lexing::own_automaton`] writes it, over `trie`: per state, its class.
+fn classes_of_walks(a: &[u32], trie: stackmask_formats::TrieRef<'_>) -> Vec<u32> {
+    let (n, k) = (a[0] as usize, a[1] as usize);
+    let byte_class = &a[2..258];
+    let ends = &a[258..258 + n];
+    let codes = &a[258 + n..];
+    let code = |s: usize, c: usize| codes[s * k + c];
+    // The most bytes a token can stay in the lexeme: along the token trie, by class
+    // pairs that some state goes on with. A state's pairs are the classes it goes on
+    // with, times the classes the state after each goes on with: per state, one row
+    // of the latter, OR-ed (classes by state by class stepped every state's successors
+    // again: 18 M steps for a `date-time`).
+    let words = k.div_ceil(64);
+    let rows: Vec<Vec<u64>> = (0..n)
+        .map(|s| {
+            let mut row = vec![0u64; words];
+            for c in 0..k {
+                if code(s, c) < BodyTable::CUT {
+                    row[c / 64] |= 1 << (c % 64);
+                }
+            }
+            row
+        })
+        .collect();
+    let mut first_byte = vec![false; k];
+    let mut pair_rows = vec![0u64; k * words];
+    for s in 0..n {
+        for c1 in 0..k {
+            let next = code(s, c1);
+            if next >= BodyTable::CUT {
+                continue;
+            }
+            first_byte[c1] = true;
+            for (w, &bits) in rows[next as usize].iter().enumerate() {
+                pair_rows[c1 * words + w] |= bits;
+            }
+        }
+    }
+    let pair: Vec<bool> = (0..k * k)
+        .map(|i| pair_rows[(i / k) * words + (i % k) / 64] >> ((i % k) % 64) & 1 != 0)
+        .collect();
+    let nodes = trie.nodes;
+    let mut along: Vec<(bool, usize)> = vec![(true, 0); 1];
+    let mut longest = 0usize;
+    let mut i = 1;
+    while i < nodes.len() {
+        let node = &nodes[i];
+        let depth = node.depth as usize;
+        let class = byte_class[node.byte as usize] as usize;
+        let alive = match depth {
+            1 => first_byte[class],
+            _ => along[depth - 1].0 && pair[along[depth - 1].1 * k + class],
+        };
+        if !alive {
+            i += node.subtree_size as usize;
+            continue;
+        }
+        longest = longest.max(depth);
+        along.resize(depth + 1, (false, 0));
+        along[depth] = (true, class);
+        i += 1;
+    }
+    // Moore's refinement, one round per byte a walk reads before the lexeme ends or
+    // dies: states in one class then step alike along every token.
+    let mut class: Vec<u32> = ends.to_vec();
+    let mut classes = 0;
+    for _ in 0..=longest {
+        let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        let next: Vec<u32> = (0..n)
+            .map(|s| {
+                let mut sig = Vec::with_capacity(k + 1);
+                sig.push(class[s]);
+                sig.extend((0..k).map(|c| match code(s, c) {
+                    c if c >= BodyTable::CUT => c,
+                    c => class[c as usize],
+                }));
+                let fresh = ids.len() as u32;
+                *ids.entry(sig).or_insert(fresh)
+            })
+            .collect();
+        class = next;
+        if ids.len() == classes {
+            break;
+        }
+        classes = ids.len();
+    }
+    class
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::random_trie;
@@ -481,6 +525,73 @@ mod tests {
                 shared > 20,
                 "grammar {g}: only {shared} boundaries shared a walk"
             );
+        }
+    }
+
+    /// Walk classes are kept per vocabulary by the lexeme's own automaton: a grammar
+    /// whose other terminals split the bytes differently takes the classes another
+    /// grammar worked out for the same lexeme, and a lexeme that tokens reach less far
+    /// into (a count of letters, where the vocabulary's letter tokens are short) keeps
+    /// its own. Renamed Terminal DWAs stay the walks of their boundaries throughout, so
+    /// classes taken for the wrong lexeme (too coarse) would show.
+    #[test]
+    fn walk_classes_are_kept_per_vocabulary_by_the_lexemes_own_automaton() {
+        use stackmask_formats::{TokenKind, Vocabulary};
+        let mut rng = XorShift(0x3a1c_7e55);
+        let token = |rng: &mut XorShift, alphabet: &[u8], max_len: u64| {
+            let len = 1 + rng.below(max_len) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            Some((bytes, TokenKind::Normal))
+        };
+        // Digit runs up to 6 bytes, letter runs up to 2.
+        let mut entries = Vec::new();
+        for (n, alphabet, max_len) in [
+            (400, &b"0123456789"[..], 6),
+            (100, b"abc", 2),
+            (200, b"0123456789abcxy,;", 3),
+        ] {
+            entries.extend((0..n).map(|_| token(&mut rng, alphabet, max_len)));
+        }
+        entries.push(Some((b"<eos>".to_vec(), TokenKind::Special)));
+        let count = entries.len() as u32 - 1;
+        let vocab = Vocabulary::from_entries("walk-classes", entries, count);
+        let trie = crate::lexeme_bodies::PreparedTrie::new(crate::vocab::build_trie(&vocab));
+        // (grammar, walk classes kept after it)
+        let grammars = [
+            ("start: (A \",\")* A?\nA: /[a-c]{1,300}(x[a-c]{2})?/\n", 1),
+            ("start: (A \",\")* A?\nA: /[0-9]{1,300}(x[0-9]{2})?/\n", 2),
+            // The same lexeme; `B` splits the digits into two grammar byte classes.
+            (
+                "start: (A \";\" | B)* A?\nA: /[0-9]{1,300}(x[0-9]{2})?/\nB: /[0-4]y/\n",
+                2,
+            ),
+        ];
+        for (g, (source, kept)) in grammars.iter().enumerate() {
+            let lexed = pipeline::lex_grammar_source(source, "walk-classes.lark").expect("grammar");
+            let compiled = pipeline::compile_parser(&lexed, 100_000).expect("tables");
+            let tables = compiled.tables.view();
+            let lexing = Lexing::new(tables, &trie);
+            let boundaries = lexing.boundaries();
+            let renamed =
+                RenamedDwas::new(boundaries.iter().map(|&b| lexing.likeness(b)).collect());
+            let deadline = Deadline::unlimited();
+            for (i, &b) in boundaries.iter().enumerate() {
+                let mut poll = deadline.poll(Stage::TerminalDwa);
+                let built = renamed.build(&lexing, i, b, 1 << 20, &mut poll);
+                let mut poll = deadline.poll(Stage::TerminalDwa);
+                let walked = lexing.build(b, 1 << 20, &mut poll);
+                assert!(
+                    built.expect("within limits") == walked.expect("within limits"),
+                    "grammar {g} boundary {b:?}: the Terminal DWAs differ"
+                );
+            }
+            assert!(
+                renamed.of.iter().flatten().count() > 100,
+                "grammar {g}: the count's boundaries shared walks"
+            );
+            assert_eq!(trie.walk_classes_kept(), *kept, "grammar {g}");
         }
     }
 }
