@@ -451,6 +451,25 @@ mod tests {
     use crate::pipeline::{self, LexedGrammar};
     use crate::test_rng::XorShift;
 
+    /// Builds every boundary's Terminal DWA through [`RenamedDwas`] and by its own walk,
+    /// asserts they are equal (`what` names the case), and returns the renamed set.
+    fn renamed_as_walked(lexing: &Lexing<'_>, what: &str) -> RenamedDwas {
+        let boundaries = lexing.boundaries();
+        let renamed = RenamedDwas::new(boundaries.iter().map(|&b| lexing.likeness(b)).collect());
+        let deadline = Deadline::unlimited();
+        for (i, &b) in boundaries.iter().enumerate() {
+            let mut poll = deadline.poll(Stage::TerminalDwa);
+            let built = renamed.build(lexing, i, b, 1 << 20, &mut poll);
+            let mut poll = deadline.poll(Stage::TerminalDwa);
+            let walked = lexing.build(b, 1 << 20, &mut poll);
+            assert!(
+                built.expect("within limits") == walked.expect("within limits"),
+                "{what} boundary {b:?}: the Terminal DWAs differ"
+            );
+        }
+        renamed
+    }
+
     /// Every boundary's Terminal DWA, renamed from another boundary's walk where their
     /// keys agree, equals its own walk, over random vocabularies: terminals that lex
     /// alike and are followed alike (`A` and `C`; names of the same object under two
@@ -497,20 +516,7 @@ mod tests {
             for case in 0..4 {
                 let trie = random_trie(&mut rng, alphabet, 800, 5);
                 let lexing = Lexing::new(tables, &trie);
-                let boundaries = lexing.boundaries();
-                let renamed =
-                    RenamedDwas::new(boundaries.iter().map(|&b| lexing.likeness(b)).collect());
-                let deadline = Deadline::unlimited();
-                for (i, &b) in boundaries.iter().enumerate() {
-                    let mut poll = deadline.poll(Stage::TerminalDwa);
-                    let built = renamed.build(&lexing, i, b, 1 << 20, &mut poll);
-                    let mut poll = deadline.poll(Stage::TerminalDwa);
-                    let walked = lexing.build(b, 1 << 20, &mut poll);
-                    assert!(
-                        built.expect("within limits") == walked.expect("within limits"),
-                        "grammar {g} case {case} boundary {b:?}: the Terminal DWAs differ"
-                    );
-                }
+                let renamed = renamed_as_walked(&lexing, &format!("grammar {g} case {case}"));
                 shared += renamed.of.iter().flatten().count();
                 // Every automaton was taken by all its boundaries, and dropped.
                 assert!(renamed.slots.iter().all(|s| {
@@ -573,20 +579,7 @@ mod tests {
             let compiled = pipeline::compile_parser(&lexed, 100_000).expect("tables");
             let tables = compiled.tables.view();
             let lexing = Lexing::new(tables, &trie);
-            let boundaries = lexing.boundaries();
-            let renamed =
-                RenamedDwas::new(boundaries.iter().map(|&b| lexing.likeness(b)).collect());
-            let deadline = Deadline::unlimited();
-            for (i, &b) in boundaries.iter().enumerate() {
-                let mut poll = deadline.poll(Stage::TerminalDwa);
-                let built = renamed.build(&lexing, i, b, 1 << 20, &mut poll);
-                let mut poll = deadline.poll(Stage::TerminalDwa);
-                let walked = lexing.build(b, 1 << 20, &mut poll);
-                assert!(
-                    built.expect("within limits") == walked.expect("within limits"),
-                    "grammar {g} boundary {b:?}: the Terminal DWAs differ"
-                );
-            }
+            let renamed = renamed_as_walked(&lexing, &format!("grammar {g}"));
             assert!(
                 renamed.of.iter().flatten().count() > 100,
                 "grammar {g}: the count's boundaries shared walks"
