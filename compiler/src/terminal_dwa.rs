@@ -1670,17 +1670,29 @@ pub(crate) fn random_trie(
     count: u32,
     max_len: u64,
 ) -> PreparedTrie {
+    random_trie_of(rng, &[(alphabet, count, max_len)])
+}
+
+/// [`random_trie`] with tokens of several kinds, each `(alphabet, count, max_len)`, in
+/// that order (a vocabulary whose digit tokens run longer than its letter tokens).
+#[cfg(test)]
+pub(crate) fn random_trie_of(
+    rng: &mut crate::test_rng::XorShift,
+    kinds: &[(&[u8], u32, u64)],
+) -> PreparedTrie {
     use stackmask_formats::{TokenKind, Vocabulary};
-    let entries = (0..count)
-        .map(|_| {
+    let mut entries = Vec::new();
+    for &(alphabet, count, max_len) in kinds {
+        entries.extend((0..count).map(|_| {
             let len = 1 + rng.below(max_len) as usize;
             let bytes = (0..len)
                 .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
                 .collect();
             Some((bytes, TokenKind::Normal))
-        })
-        .chain([Some((b"<eos>".to_vec(), TokenKind::Special))])
-        .collect();
+        }));
+    }
+    let count = entries.len() as u32;
+    entries.push(Some((b"<eos>".to_vec(), TokenKind::Special)));
     let vocab = Vocabulary::from_entries("random", entries, count);
     PreparedTrie::new(crate::vocab::build_trie(&vocab))
 }

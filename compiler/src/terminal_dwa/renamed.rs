@@ -444,7 +444,7 @@ fn classes_of_walks(a: &[u32], trie: stackmask_formats::TrieRef<'_>) -> Vec<u32>
 
 #[cfg(test)]
 mod tests {
-    use super::super::random_trie;
+    use super::super::{random_trie, random_trie_of};
     use super::*;
     use crate::budget::{Deadline, Stage};
     use crate::frontend::json_schema::SchemaOptions;
@@ -542,28 +542,15 @@ mod tests {
     /// classes taken for the wrong lexeme (too coarse) would show.
     #[test]
     fn walk_classes_are_kept_per_vocabulary_by_the_lexemes_own_automaton() {
-        use stackmask_formats::{TokenKind, Vocabulary};
-        let mut rng = XorShift(0x3a1c_7e55);
-        let token = |rng: &mut XorShift, alphabet: &[u8], max_len: u64| {
-            let len = 1 + rng.below(max_len) as usize;
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
-                .collect();
-            Some((bytes, TokenKind::Normal))
-        };
         // Digit runs up to 6 bytes, letter runs up to 2.
-        let mut entries = Vec::new();
-        for (n, alphabet, max_len) in [
-            (400, &b"0123456789"[..], 6),
-            (100, b"abc", 2),
-            (200, b"0123456789abcxy,;", 3),
-        ] {
-            entries.extend((0..n).map(|_| token(&mut rng, alphabet, max_len)));
-        }
-        entries.push(Some((b"<eos>".to_vec(), TokenKind::Special)));
-        let count = entries.len() as u32 - 1;
-        let vocab = Vocabulary::from_entries("walk-classes", entries, count);
-        let trie = crate::lexeme_bodies::PreparedTrie::new(crate::vocab::build_trie(&vocab));
+        let trie = random_trie_of(
+            &mut XorShift(0x3a1c_7e55),
+            &[
+                (b"0123456789", 400, 6),
+                (b"abc", 100, 2),
+                (b"0123456789abcxy,;", 200, 3),
+            ],
+        );
         // (grammar, walk classes kept after it)
         let grammars = [
             ("start: (A \",\")* A?\nA: /[a-c]{1,300}(x[a-c]{2})?/\n", 1),
