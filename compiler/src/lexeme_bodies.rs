@@ -39,8 +39,9 @@ use std::sync::{Arc, Mutex};
 /// it makes a counted lexeme's bodies one: `[0-9a-z_-]{1,255}` has a state per count
 /// left, each the start of its own automaton, yet from every count above the depth the
 /// first 48 bytes look the same (a property-name pattern's 207 plain trie walks became
-/// one shared walk). A walk that reaches a cut says so ([`BodyWalk::truncated`]) and
-/// the caller walks that subtree itself.
+/// one shared walk). A walk hands a node where a token reaches the cut to its caller
+/// as it does an exit ([`BodyWalk::exits`]), with the state before it: the caller steps
+/// the lexeme from there and walks that subtree itself.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BodyTable {
     /// Every row's runs `(last, code)`, in state order; a row's last run ends at 255.
@@ -63,6 +64,13 @@ impl BodyTable {
     /// Largest automaton put in canonical form: bodies are the wide, simple lexemes;
     /// a many-state automaton (a `date-time`) is cheaper to walk than to compare.
     pub const MAX_STATES: usize = 64;
+    /// Largest canonical form of a wide state (see [`BodyTable::MIN_WIDTH`]) of a lexeme
+    /// of more than [`BodyTable::MAX_STATES`] states: a counted lexeme, whose states
+    /// within the depth are a chain of counts times the states of a character in
+    /// progress. Such bodies are few per grammar, and each spares a walk of most of
+    /// the trie. (Narrow states keep [`BodyTable::MAX_STATES`]: their walks are cheap,
+    /// and given this limit too, one MaskBench schema's compile went from 3 to 34 ms.)
+    pub const MAX_COUNTED_STATES: usize = 512;
     /// Fewest bytes a lexeme must go on with (or end before) from a state of a lexeme
     /// with [`BodyTable::MANY_STATES`] for its body to be worth a canonical form: there
     /// bodies pay off on wide lexemes only, whose walks visit most of the trie.
@@ -270,13 +278,17 @@ pub struct BodyWalk {
     /// The tokens that end inside the lexeme, as ascending, non-adjacent ranges of
     /// positions in the trie's `token_ids`.
     pub tokens: Vec<(u32, u32)>,
-    /// The trie nodes whose byte ends the lexeme, in trie order, each with the
-    /// canonical state the lexeme was in before that byte. Their subtrees are not
-    /// walked: what follows depends on the grammar.
+    /// The trie nodes where the walk leaves the table, in trie order, each with the
+    /// canonical state the lexeme was in before that node's byte: the byte ends the
+    /// lexeme, or goes on in it past the depth the table keeps ([`BodyTable::CUT`]).
+    /// Their subtrees are not walked: what follows an end depends on the grammar, and
+    /// what follows a cut on the lexeme's state, which the table no longer tells apart.
+    /// (A counted lexeme's cut table is shared by every count above its depth, and
+    /// under a wide first byte some long token, a run of 64 spaces or dashes, reaches
+    /// the cut: stopping the whole walk there, as walks once did, sent that first
+    /// byte's whole subtree to the thread-by-thread walk at every count — 103 of the
+    /// root walks of a `[a-zA-Z0-9_-]{162}` pattern's bodies reach a cut.)
     pub exits: Vec<(u32, u32)>,
-    /// A token went on past the table's depth ([`BodyTable::CUT`]): the walk stopped
-    /// there, and `tokens` and `exits` are incomplete.
-    pub truncated: bool,
 }
 
 impl BodyWalk {
@@ -304,15 +316,11 @@ impl BodyWalk {
             let d = node.depth as usize - base;
             let before = states[d - 1];
             match table.step(before, node.byte) {
-                BodyTable::END => {
+                BodyTable::END | BodyTable::CUT => {
                     walk.exits.push((i as u32, before));
                     i = trie.subtree_end(i);
                 }
                 BodyTable::DEAD => i = trie.subtree_end(i),
-                BodyTable::CUT => {
-                    walk.truncated = true;
-                    return walk;
-                }
                 next => {
                     let sub = subs.get(next as usize).and_then(Option::as_ref);
                     match sub {
@@ -321,10 +329,6 @@ impl BodyWalk {
                                 && node.subtree_size as usize >= prepared.splice_min_nodes =>
                         {
                             let inner = prepared.walk_id(i, sub.id);
-                            if inner.truncated {
-                                walk.truncated = true;
-                                return walk;
-                            }
                             for &range in &inner.tokens {
                                 walk.add_range(range);
                             }
@@ -776,7 +780,7 @@ mod tests {
     }
 
     #[test]
-    fn deep_counts_share_one_table_and_walks_that_reach_the_cut_say_so() {
+    fn deep_counts_share_one_table_and_walks_hand_the_cut_over_as_an_exit() {
         let depth = BodyTable::MAX_DEPTH;
         let (deep, states) = counter(3 * depth, 1000);
         assert_eq!(states.len() as u32, depth);
@@ -805,9 +809,18 @@ mod tests {
             }
             c
         };
-        assert!(prepared.walk(root_of(b'a'), &interned).truncated);
+        // Under 'a': "a" inside, and the long run leaves the table at its byte past
+        // the depth, from the last state the table keeps.
+        let a = prepared.walk(root_of(b'a'), &interned);
+        let naive = naive_walk(prepared.trie(), root_of(b'a'), &deep);
+        assert_eq!((&a.tokens, &a.exits), (&naive.tokens, &naive.exits));
+        let &[(cut, before)] = a.exits.as_slice() else {
+            panic!("one cut: {:?}", a.exits)
+        };
+        assert_eq!(t.nodes[cut as usize].depth as u32, depth + 1);
+        assert_eq!(before, depth - 1);
+        assert_eq!(deep.step(before, b'a'), BodyTable::CUT);
         let b = prepared.walk(root_of(b'b'), &interned);
-        assert!(!b.truncated);
         let naive = naive_walk(prepared.trie(), root_of(b'b'), &deep);
         assert_eq!((&b.tokens, &b.exits), (&naive.tokens, &naive.exits));
         // "b", "bc" inside; exits at the `q` of "bcq" and "bq".
@@ -826,8 +839,8 @@ mod tests {
         crate::vocab::build_trie(&Vocabulary::from_entries("random", entries, 0))
     }
 
-    /// Every first byte's walk under `interned` (`table`) is the byte-by-byte walk,
-    /// not truncated, and kept: asked again, the same walk comes back.
+    /// Every first byte's walk under `interned` (`table`) is the byte-by-byte walk, and
+    /// kept: asked again, the same walk comes back.
     fn assert_walks_are_naive(
         prepared: &PreparedTrie,
         interned: &Interned,
@@ -841,15 +854,14 @@ mod tests {
             let naive = naive_walk(prepared.trie(), root, table);
             assert_eq!(walk.tokens, naive.tokens, "case {case} root {root}");
             assert_eq!(walk.exits, naive.exits, "case {case} root {root}");
-            assert!(!walk.truncated, "case {case} root {root}");
             assert!(Arc::ptr_eq(&walk, &prepared.walk(root, interned)));
             root = t.subtree_end(root);
         }
     }
 
     /// The walk of a subtree, byte by byte from each token's own path: the tokens whose
-    /// every byte after the root's goes on, and the nodes whose byte ends the lexeme
-    /// after a path that went on.
+    /// every byte after the root's goes on, and the nodes whose byte ends the lexeme or
+    /// goes on past the table's depth after a path that went on.
     fn naive_walk(trie: &TokenTrie, root: usize, table: &BodyTable) -> BodyWalk {
         let t = trie.view();
         let base = t.nodes[root].depth as usize;
@@ -863,7 +875,7 @@ mod tests {
             let mut fate = None;
             for (k, &b) in path.iter().enumerate().skip(1) {
                 match table.step(state, b) {
-                    BodyTable::END => {
+                    BodyTable::END | BodyTable::CUT => {
                         fate = Some((k == d).then_some((i as u32, state)));
                         break;
                     }
@@ -871,7 +883,6 @@ mod tests {
                         fate = Some(None);
                         break;
                     }
-                    BodyTable::CUT => panic!("naive walks are compared above the cut only"),
                     next => state = next,
                 }
             }

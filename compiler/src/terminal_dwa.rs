@@ -684,17 +684,27 @@ impl<'a> Lexing<'a> {
         // in a many-state narrow lexeme (`date-time`: 11,000 states) nearly every state
         // has its own, and interning and walking them cost 5× the plain walks (mask
         // path 850 → 166 ms on such a schema).
-        if self.term_states[term as usize] > BodyTable::MANY_STATES
-            && self.lexeme_runs(state).width() < BodyTable::MIN_WIDTH
-        {
+        let states = self.term_states[term as usize];
+        let wide = self.lexeme_runs(state).width() >= BodyTable::MIN_WIDTH;
+        if states > BodyTable::MANY_STATES && !wide {
             return None;
         }
+        // A wide state of a counted lexeme (`[a-zA-Z0-9_-]{162}` inside a string:
+        // 189 states) reaches a state per count and per escape or UTF-8 byte within
+        // the body's depth, past `MAX_STATES`; without a body each count walked the
+        // whole trie (188 boundaries of 1.5–3.5 ms). With one, the counts above the
+        // depth share one cut table and its walk.
+        let max_states = if wide && states as usize > BodyTable::MAX_STATES {
+            BodyTable::MAX_COUNTED_STATES
+        } else {
+            BodyTable::MAX_STATES
+        };
         let too_big = |s: u32| matches!(self.bodies[s as usize].get(), Some(None));
         self.intern_body(BodyTable::canonical_of_runs(
             state,
             |s| self.lexeme_runs(s),
             too_big,
-            BodyTable::MAX_STATES,
+            max_states,
         ))
     }
 
@@ -1091,12 +1101,8 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             }
             _ => None,
         };
-        let by_body = match body {
-            Some((body, of)) => self.by_body(c, next[0], &body, of)?,
-            None => false,
-        };
-        if by_body {
-            // Done: inside the lexeme from the shared walk, on from its exits.
+        if let Some((body, of)) = body {
+            self.by_body(c, next[0], &body, of)?;
         } else if next.iter().all(|th| th.word == 0) {
             let sub = self.subtree(c, next)?;
             sub.replay(&mut self.words, &mut self.classes);
@@ -1109,22 +1115,19 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
 
     /// Walks the subtree of trie node `root` for one thread `th` (after the node's
     /// byte) of a grammar lexeme with body `body`: the part inside the lexeme from the
-    /// vocabulary's shared walks, then on from every exit as [`Walk::walk`] does.
-    /// `false`, with nothing added, where a token goes on in the lexeme past the depth
-    /// the body keeps: that subtree is the caller's to walk. With a configuration's
-    /// body (`of`), `th` stands for every lexeme of the group (on the empty word).
+    /// vocabulary's shared walks, then on from every exit (an end of the lexeme, or a
+    /// token going on past the depth the body keeps) as [`Walk::walk`] does. With a
+    /// configuration's body (`of`), `th` stands for every lexeme of the group (on the
+    /// empty word).
     fn by_body(
         &mut self,
         root: usize,
         th: Thread,
         body: &Body,
         of: BodyOf,
-    ) -> Result<bool, TerminalDwaError> {
+    ) -> Result<(), TerminalDwaError> {
         let lexing = self.lexing;
         let body_walk = lexing.trie.walk(root, &body.table);
-        if body_walk.truncated {
-            return Ok(false);
-        }
         let check = match th.kind {
             Kind::Fresh => FinalCheck::Expect(lexing.tables.dfa_term[th.state as usize]),
             _ => FinalCheck::Always,
@@ -1140,15 +1143,14 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
                 }
             }
         };
-        self.on_from_body(&body_walk, &[(th.word, check)], step_at)?;
-        Ok(true)
+        self.on_from_body(&body_walk, &[(th.word, check)], step_at)
     }
 
     /// Adds a body walk to the boundary's: its tokens with `outcome` (the words and
     /// checks of a token that ends inside the body), then on from its exits (trie nodes
-    /// whose byte ends a lexeme, each with the body's state before it), where
-    /// `step_at(before, byte, …)` steps the threads the body stood for by the exit's
-    /// byte and the exit's subtree is walked from them.
+    /// whose byte ends a lexeme or goes on past the body's depth, each with the body's
+    /// state before it), where `step_at(before, byte, …)` steps the threads the body
+    /// stood for by the exit's byte and the exit's subtree is walked from them.
     fn on_from_body(
         &mut self,
         body_walk: &BodyWalk,
@@ -1254,9 +1256,6 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             return Ok(false);
         };
         let body_walk = lexing.trie.walk(from, &body.table);
-        if body_walk.truncated {
-            return Ok(false);
-        }
         let outcome: Vec<(u32, FinalCheck)> = body.checks.iter().map(|&c| (word, c)).collect();
         let step_at = |before: u32, byte: u8, words: &mut WordDag, next: &mut Vec<Thread>| {
             for &(kind, state) in body.sets[before as usize].iter() {

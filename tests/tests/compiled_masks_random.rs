@@ -311,7 +311,8 @@ fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
 
 /// Lexemes counted past the depth a lexeme body keeps (`BodyTable::MAX_DEPTH`: 48
 /// bytes), with tokens as long and longer: the counts above the depth share one cut
-/// body, and a token that reaches the cut sends its subtree to the plain walk. Also two
+/// body, and a token that reaches the cut is walked on from the state before the cut
+/// (the body walk hands it over as it does a lexeme's end). Also two
 /// lexemes in progress together, a fixed-length chunk and a quoted tail (a chunked
 /// string's shape), walked as one configuration body. Masks against the reference at
 /// every step of random walks.
@@ -352,6 +353,60 @@ TAIL: /[ab]{0,7}"/
             &reference,
             &mut rng,
             b"ab'\",",
+            6,
+            60,
+        );
+        assert!(checked > 100, "only {checked} masks compared");
+    }
+}
+
+/// A wide counted lexeme (any character but the brackets, up to 150 of them, so a
+/// state per count and per UTF-8 byte in progress: more than a lexeme body's usual
+/// 64 states within its depth, `BodyTable::MAX_COUNTED_STATES` instead), with tokens
+/// as long as the body's depth and longer, some with two-byte characters: the counts
+/// above the depth share one cut body, and every token that reaches the cut is walked
+/// on from the state before it. Masks against the reference at every step of random
+/// walks.
+#[test]
+fn wide_counted_lexemes_match_the_reference() {
+    let source = r##"
+start: item ("," item)*
+item: WIDE | "#" WIDE
+WIDE: /<[^<>]{1,150}>/
+"##;
+    let g = stackmask_compiler::frontend::parse_grammar(source, "wide.lark")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = Rng(0x01de_c0de);
+    let pieces: [&[u8]; 5] = [b"a", b"b", b",", b"#", "\u{e9}".as_bytes()];
+    for case in 0..3 {
+        let mut tokens: Vec<Vec<u8>> = strings(b"ab<>,#", 2);
+        for _ in 0..60 {
+            let len = 1 + rng.below(10);
+            tokens.push((0..len).map(|_| b"aab<>,#"[rng.below(7)]).collect());
+        }
+        // Around and past the body depth: runs of 40–160 bytes, some opened or closed.
+        for len in [40, 47, 48, 49, 60, 100, 150, 160] {
+            let mut run: Vec<u8> = Vec::new();
+            while run.len() < len {
+                run.extend_from_slice(pieces[rng.below(pieces.len())]);
+            }
+            tokens.push([b"<".as_slice(), &run].concat());
+            tokens.push([run.as_slice(), b">"].concat());
+            tokens.push(run);
+        }
+        tokens.push("\u{e9}".as_bytes().to_vec());
+        tokens.sort();
+        tokens.dedup();
+        let vocab = common::vocab_with_extras("wide", tokens);
+        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
+        let checked = compare_walks(
+            &format!("wide case {case}"),
+            &g,
+            &vocab,
+            &e,
+            &reference,
+            &mut rng,
+            b"ab<>,#",
             6,
             60,
         );
