@@ -309,6 +309,31 @@ fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
     assert!(late_growth < walks_before[60], "{walks_before:?}");
 }
 
+/// Masks of `g` over vocabulary `name` of `tokens` (sorted and deduplicated here,
+/// special tokens added) against the reference's on `walks` random walks of up to
+/// `steps` steps ([`compare_walks`]); more than 100 masks must be compared.
+#[allow(clippy::too_many_arguments)]
+fn assert_masks_match_on(
+    name: &str,
+    case: usize,
+    g: &Grammar,
+    mut tokens: Vec<Vec<u8>>,
+    rng: &mut Rng,
+    alphabet: &[u8],
+    walks: usize,
+    steps: usize,
+) {
+    tokens.sort();
+    tokens.dedup();
+    let vocab = common::vocab_with_extras(name, tokens);
+    let (e, reference, _) = engines(g, &vocab).expect("no ε-reductions here");
+    let label = format!("{name} case {case}");
+    let checked = compare_walks(
+        &label, g, &vocab, &e, &reference, rng, alphabet, walks, steps,
+    );
+    assert!(checked > 100, "{label}: only {checked} masks compared");
+}
+
 /// Lexemes counted past the depth a lexeme body keeps (`BodyTable::MAX_DEPTH`: 48
 /// bytes), with tokens as long and longer: the counts above the depth share one cut
 /// body, and a token that reaches the cut is walked on from the state before the cut
@@ -341,22 +366,7 @@ TAIL: /[ab]{0,7}"/
             tokens.push([b"'".as_slice(), &run].concat());
             tokens.push([run.as_slice(), b"'"].concat());
         }
-        tokens.sort();
-        tokens.dedup();
-        let vocab = common::vocab_with_extras("counted", tokens);
-        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
-        let checked = compare_walks(
-            &format!("counted case {case}"),
-            &g,
-            &vocab,
-            &e,
-            &reference,
-            &mut rng,
-            b"ab'\",",
-            6,
-            60,
-        );
-        assert!(checked > 100, "only {checked} masks compared");
+        assert_masks_match_on("counted", case, &g, tokens, &mut rng, b"ab'\",", 6, 60);
     }
 }
 
@@ -395,22 +405,7 @@ WIDE: /<[^<>]{1,150}>/
             tokens.push(run);
         }
         tokens.push("\u{e9}".as_bytes().to_vec());
-        tokens.sort();
-        tokens.dedup();
-        let vocab = common::vocab_with_extras("wide", tokens);
-        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
-        let checked = compare_walks(
-            &format!("wide case {case}"),
-            &g,
-            &vocab,
-            &e,
-            &reference,
-            &mut rng,
-            b"ab<>,#",
-            6,
-            60,
-        );
-        assert!(checked > 100, "only {checked} masks compared");
+        assert_masks_match_on("wide", case, &g, tokens, &mut rng, b"ab<>,#", 6, 60);
     }
 }
 
@@ -443,22 +438,7 @@ TAIL: /[abc]{0,7}"/
             let len = 5 + rng.below(12);
             tokens.push((0..len).map(|_| b"aaabbb\"c,"[rng.below(9)]).collect());
         }
-        tokens.sort();
-        tokens.dedup();
-        let vocab = common::vocab_with_extras("chunks", tokens);
-        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
-        let checked = compare_walks(
-            &format!("chunks case {case}"),
-            &g,
-            &vocab,
-            &e,
-            &reference,
-            &mut rng,
-            b"abc'\",",
-            6,
-            40,
-        );
-        assert!(checked > 100, "only {checked} masks compared");
+        assert_masks_match_on("chunks", case, &g, tokens, &mut rng, b"abc'\",", 6, 40);
     }
 }
 
@@ -492,21 +472,6 @@ WORD: /[a-f]+/
                     .collect(),
             );
         }
-        tokens.sort();
-        tokens.dedup();
-        let vocab = common::vocab_with_extras("wide", tokens);
-        let (e, reference, _) = engines(&g, &vocab).expect("no ε-reductions here");
-        let checked = compare_walks(
-            &format!("wide case {case}"),
-            &g,
-            &vocab,
-            &e,
-            &reference,
-            &mut rng,
-            alphabet,
-            8,
-            40,
-        );
-        assert!(checked > 100, "only {checked} masks compared");
+        assert_masks_match_on("wide", case, &g, tokens, &mut rng, alphabet, 8, 40);
     }
 }
