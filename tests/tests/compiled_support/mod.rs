@@ -285,13 +285,28 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 /// with, and returns its path. (`env!("CARGO_BIN_EXE_stackmask")` only exists in the
 /// compiler crate's own tests.) The binary sits next to this test's own `deps/`
 /// directory (`target/debug/` or `target/release/`).
+///
+/// The build selects the whole workspace and one of the compiler's integration tests,
+/// not `-p stackmask-compiler` alone: a test target brings the workspace's
+/// dev-dependencies into feature resolution (llguidance and criterion turn on features
+/// of indexmap and zerocopy), so this resolves the features `cargo test --workspace`
+/// did and finds the binary that run already built. Selected alone, the compiler got
+/// other features, and serde_json and everything above it were rebuilt: 3.7 minutes of
+/// a clean CI run.
 pub fn stackmask_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let profile_dir = std::env::current_exe()
             .ok()
             .and_then(|p| Some(p.parent()?.parent()?.file_name()?.to_owned()));
-        let mut args = vec!["build", "-p", "stackmask-compiler", "--bin", "stackmask"];
+        let mut args = vec![
+            "build",
+            "--workspace",
+            "--bin",
+            "stackmask",
+            "--test",
+            "cli_robustness",
+        ];
         if profile_dir.as_deref() == Some(std::ffi::OsStr::new("release")) {
             args.push("--release");
         }
