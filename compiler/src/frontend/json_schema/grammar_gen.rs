@@ -41,6 +41,18 @@ fn issue(pointer: &str, keyword: Option<&str>, message: impl Into<String>) -> Sc
     }
 }
 
+/// Whether a root object is a JSONSchemaBench (MaskBench) test file rather than a
+/// schema: a `schema` object beside a `tests` array and no keyword that constrains
+/// anything. Read as a schema it accepts every JSON value, which is rarely what was
+/// meant, so the warning about `schema` says where the schema is.
+fn looks_like_a_benchmark_file(root: &Map<String, Value>) -> bool {
+    matches!(root.get("schema"), Some(Value::Object(_) | Value::Bool(_)))
+        && matches!(root.get("tests"), Some(Value::Array(_)))
+        && root
+            .keys()
+            .all(|k| !matches!(keywords::classify(k), KeywordClass::Enforced))
+}
+
 /// A schema object with `$ref` and `allOf` inlined and `anyOf`/`oneOf` set apart.
 struct Flat {
     map: Map<String, Value>,
@@ -328,11 +340,19 @@ impl<'a> Generator<'a> {
                     };
                     self.diags.unsupported(&child(ptr, k), k, msg)?;
                 }
-                KeywordClass::Unknown => self.diags.warn(issue(
-                    &child(ptr, k),
-                    Some(k),
-                    "unknown keyword: no effect (JSON Schema ignores unknown keywords)",
-                )),
+                KeywordClass::Unknown => {
+                    let mut msg =
+                        "unknown keyword: no effect (JSON Schema ignores unknown keywords)"
+                            .to_string();
+                    if ptr == "#" && k == "schema" && looks_like_a_benchmark_file(m) {
+                        msg.push_str(
+                            "; this looks like a JSONSchemaBench (MaskBench) file, whose \
+                             schema is its `schema` member: compile that member \
+                             (`jq .schema FILE`), not the file",
+                        );
+                    }
+                    self.diags.warn(issue(&child(ptr, k), Some(k), msg))
+                }
             }
         }
         if self.opts.draft != Draft::Draft2020 {

@@ -76,6 +76,28 @@ fn unsupported_keywords_are_named_with_their_pointer() {
 }
 
 #[test]
+fn a_benchmark_file_given_as_a_schema_says_where_its_schema_is() {
+    let file = json!({
+        "description": "sample",
+        "schema": {"type": "integer"},
+        "tests": [{"data": 1, "valid": true}],
+    });
+    let g = schema_to_grammar(&file, "f.json", &SchemaOptions::default()).unwrap();
+    let hint = |g: &SchemaGrammar, k: &str| {
+        let w = g.warnings.iter().find(|w| w.keyword.as_deref() == Some(k));
+        w.unwrap_or_else(|| panic!("no warning for `{k}`: {:?}", g.warnings))
+            .message
+            .contains("jq .schema FILE")
+    };
+    assert!(hint(&g, "schema"));
+    assert!(!hint(&g, "tests"));
+    // A schema that constrains something and happens to have such members is a schema.
+    let schema = json!({"type": "object", "schema": {}, "tests": []});
+    let g = schema_to_grammar(&schema, "s.json", &SchemaOptions::default()).unwrap();
+    assert!(!hint(&g, "schema"));
+}
+
+#[test]
 fn an_invalid_type_is_an_error_not_an_empty_language() {
     for s in [
         json!({"type": 5}),
