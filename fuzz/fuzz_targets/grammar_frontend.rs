@@ -1,10 +1,12 @@
 //! Arbitrary bytes as Lark grammar source, through the front end, the lexer and the
-//! LR(1) construction under small limits and a time limit: an error is fine, a panic, an
-//! abort or a run past the limits is a bug.
+//! LR(1) construction under small limits (`stackmask_fuzz::LEXER_LIMITS`,
+//! `MAX_LR_STATES`) and a time limit: an error is fine, a panic, an abort or a run past
+//! the limits is a bug.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use stackmask_compiler::frontend;
 use stackmask_compiler::lr::LrLimits;
 use stackmask_compiler::pipeline;
 
@@ -13,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let deadline = stackmask_fuzz::deadline();
-    let Ok(lexed) = pipeline::lex_grammar_source_within(source, "fuzz.lark", &deadline) else {
+    let Ok(grammar) = frontend::parse_grammar(source, "fuzz.lark") else {
+        return;
+    };
+    let Ok(lexed) = stackmask_fuzz::lex_within(grammar, &deadline) else {
         return;
     };
     let limits = LrLimits::states(stackmask_fuzz::MAX_LR_STATES);

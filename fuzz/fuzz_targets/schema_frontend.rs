@@ -7,7 +7,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stackmask_compiler::frontend::json_schema::{Draft, PropertyOrder, SchemaOptions, Whitespace};
+use stackmask_compiler::frontend::json_schema::{
+    schema_text_to_grammar, Draft, PropertyOrder, SchemaOptions, Whitespace,
+};
 use stackmask_compiler::lr::LrLimits;
 use stackmask_compiler::pipeline;
 
@@ -39,9 +41,10 @@ fuzz_target!(|data: &[u8]| {
         },
     };
     let deadline = stackmask_fuzz::deadline();
-    let Ok((lexed, _warnings)) =
-        pipeline::lex_schema_source_within(text, "fuzz.json", &options, &deadline)
-    else {
+    let Ok(schema) = schema_text_to_grammar(text, "fuzz.json", &options) else {
+        return;
+    };
+    let Ok(lexed) = stackmask_fuzz::lex_within(schema.grammar, &deadline) else {
         return;
     };
     // A terminal given as a difference must have its regex's table.
