@@ -108,10 +108,34 @@ fn sweep_reference_matches_brute_force_on_many_random_grammars() {
     random_grammars(3_000);
 }
 
+/// Checks cases `0..cases`, interleaved over the machine's cores (each case is
+/// independent; one thread took a minute of a CI run with the other core idle).
 fn random_grammars(cases: usize) {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let (checked_masks, dead_ends) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| scope.spawn(move || check_cases((w..cases).step_by(workers))))
+            .collect();
+        let mut totals = (0, 0);
+        for h in handles {
+            // A failed case has printed its message; pass its panic on as it is.
+            let (masks, dead) = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            totals = (totals.0 + masks, totals.1 + dead);
+        }
+        totals
+    });
+    assert!(
+        checked_masks > 100,
+        "too few masks checked: {checked_masks}"
+    );
+    eprintln!("{checked_masks} masks checked, {dead_ends} greedy dead ends seen");
+}
+
+/// Checks the given cases; returns the masks checked and the greedy dead ends seen.
+fn check_cases(cases: impl Iterator<Item = usize>) -> (usize, usize) {
     let mut checked_masks = 0;
     let mut dead_ends = 0;
-    for case in 0..cases {
+    for case in cases {
         let mut rng =
             Rng(0x9e37_79b9_7f4a_7c15 ^ (case as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1));
         let g = random_grammar(&mut rng);
@@ -204,9 +228,5 @@ fn random_grammars(cases: usize) {
             checked_masks += 1;
         }
     }
-    assert!(
-        checked_masks > 100,
-        "too few masks checked: {checked_masks}"
-    );
-    eprintln!("{checked_masks} masks checked, {dead_ends} greedy dead ends seen");
+    (checked_masks, dead_ends)
 }
