@@ -10,6 +10,8 @@
 //!   compiled schemas are judged; coverage is compared with llguidance's expected
 //!   results.
 
+mod common;
+
 use serde_json::Value;
 use stackmask_compiler::budget::Deadline;
 use stackmask_compiler::frontend::json_schema::{
@@ -260,110 +262,20 @@ fn run_maskbench(step: usize, order: PropertyOrder) -> String {
     files(&corpus(MASKBENCH), &mut paths);
     let expected: serde_json::Map<String, Value> =
         serde_json::from_str(&std::fs::read_to_string(corpus(LLG_EXPECTED)).unwrap()).unwrap();
+    let paths: Vec<&PathBuf> = paths.iter().step_by(step).collect();
+    // Files in order on every core; their tallies summed in file order.
     let mut report = String::new();
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut refusals: BTreeMap<String, usize> = BTreeMap::new();
-    for path in paths.iter().step_by(step) {
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let schema = &doc["schema"];
-        let llg_ok = expected
-            .get(&name)
-            .is_some_and(|v| v.as_object().is_some_and(|o| !o.contains_key("json_error")));
-        *counts.entry("files").or_default() += 1;
-        if llg_ok {
-            *counts.entry("llguidance compiles").or_default() += 1;
+    for tally in common::map_on_cores(&paths, |path| {
+        maskbench_file(path, &expected, &bytes, order)
+    }) {
+        report += &tally.report;
+        for (k, v) in tally.counts {
+            *counts.entry(k).or_default() += v;
         }
-        let draft = json_schema::declared_draft(schema).unwrap_or_default();
-        for lenient in [false, true] {
-            let opts = SchemaOptions {
-                lenient,
-                draft,
-                order,
-                ..Default::default()
-            };
-            let mode = if lenient { "lenient" } else { "strict" };
-            match engine_for(schema, &opts, &bytes) {
-                Err(Refusal::Schema(e))
-                    if e.issue.keyword.is_none() && e.issue.message.contains("(the limit") =>
-                {
-                    report += &format!("{mode} {name}: limit: {e}\n");
-                    *counts
-                        .entry(if lenient {
-                            "lenient grammar size limit"
-                        } else {
-                            "strict grammar size limit"
-                        })
-                        .or_default() += 1;
-                    if !lenient {
-                        *refusals.entry("(grammar size limit)".into()).or_default() += 1;
-                    }
-                }
-                Err(Refusal::Schema(e)) => {
-                    let kw = e.issue.keyword.clone().unwrap_or_else(|| "(none)".into());
-                    if !lenient {
-                        *refusals.entry(kw.clone()).or_default() += 1;
-                        report += &format!("strict {name}: refused: {e}\n");
-                    }
-                    if e.issue.keyword.is_none() {
-                        report += &format!("{mode} {name}: refused without a keyword: {e}\n");
-                        *counts
-                            .entry(if lenient {
-                                "lenient refused, no keyword"
-                            } else {
-                                "strict refused, no keyword"
-                            })
-                            .or_default() += 1;
-                    }
-                }
-                Err(Refusal::Lexer(e)) => {
-                    report += &format!("{mode} {name}: lexer limit: {e}\n");
-                    *counts
-                        .entry(if lenient {
-                            "lenient lexer limit"
-                        } else {
-                            "strict lexer limit"
-                        })
-                        .or_default() += 1;
-                    if !lenient {
-                        *refusals.entry("(lexer limit)".into()).or_default() += 1;
-                    }
-                }
-                Ok((engine, warnings)) => {
-                    *counts
-                        .entry(if lenient {
-                            "lenient compiles"
-                        } else {
-                            "strict compiles"
-                        })
-                        .or_default() += 1;
-                    if !lenient && llg_ok {
-                        *counts.entry("strict compiles, llguidance too").or_default() += 1;
-                    }
-                    for t in doc["tests"].as_array().into_iter().flatten() {
-                        let text = serde_json::to_string(&t["data"]).unwrap();
-                        let valid = t["valid"].as_bool().unwrap();
-                        let got = accepts(&engine, &text);
-                        let key = verdict(valid, got);
-                        *counts
-                            .entry(if lenient {
-                                "lenient instances"
-                            } else {
-                                "strict instances"
-                            })
-                            .or_default() += 1;
-                        *counts
-                            .entry(&*Box::leak(format!("{mode} {key}").into_boxed_str()))
-                            .or_default() += 1;
-                        if got != valid {
-                            report += &format!(
-                                "{mode} {name}: {key} ({warnings} warnings): {}\n",
-                                &text[..text.len().min(200)]
-                            );
-                        }
-                    }
-                }
-            }
+        for (k, v) in tally.refusals {
+            *refusals.entry(k).or_default() += v;
         }
     }
     for (k, v) in &counts {
@@ -373,6 +285,134 @@ fn run_maskbench(step: usize, order: PropertyOrder) -> String {
         report += &format!("STRICT REFUSAL {k}: {v}\n");
     }
     report
+}
+
+/// What one MaskBench file gave: report lines, counts, strict refusals by keyword.
+#[derive(Default)]
+struct MaskbenchTally {
+    report: String,
+    counts: BTreeMap<&'static str, usize>,
+    refusals: BTreeMap<String, usize>,
+}
+
+/// One MaskBench file of [`run_maskbench`], strict and lenient.
+fn maskbench_file(
+    path: &Path,
+    expected: &serde_json::Map<String, Value>,
+    bytes: &stackmask_compiler::vocab::Tokenizer,
+    order: PropertyOrder,
+) -> MaskbenchTally {
+    let MaskbenchTally {
+        mut report,
+        mut counts,
+        mut refusals,
+    } = MaskbenchTally::default();
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = &doc["schema"];
+    let llg_ok = expected
+        .get(&name)
+        .is_some_and(|v| v.as_object().is_some_and(|o| !o.contains_key("json_error")));
+    *counts.entry("files").or_default() += 1;
+    if llg_ok {
+        *counts.entry("llguidance compiles").or_default() += 1;
+    }
+    let draft = json_schema::declared_draft(schema).unwrap_or_default();
+    for lenient in [false, true] {
+        let opts = SchemaOptions {
+            lenient,
+            draft,
+            order,
+            ..Default::default()
+        };
+        let mode = if lenient { "lenient" } else { "strict" };
+        match engine_for(schema, &opts, bytes) {
+            Err(Refusal::Schema(e))
+                if e.issue.keyword.is_none() && e.issue.message.contains("(the limit") =>
+            {
+                report += &format!("{mode} {name}: limit: {e}\n");
+                *counts
+                    .entry(if lenient {
+                        "lenient grammar size limit"
+                    } else {
+                        "strict grammar size limit"
+                    })
+                    .or_default() += 1;
+                if !lenient {
+                    *refusals.entry("(grammar size limit)".into()).or_default() += 1;
+                }
+            }
+            Err(Refusal::Schema(e)) => {
+                let kw = e.issue.keyword.clone().unwrap_or_else(|| "(none)".into());
+                if !lenient {
+                    *refusals.entry(kw.clone()).or_default() += 1;
+                    report += &format!("strict {name}: refused: {e}\n");
+                }
+                if e.issue.keyword.is_none() {
+                    report += &format!("{mode} {name}: refused without a keyword: {e}\n");
+                    *counts
+                        .entry(if lenient {
+                            "lenient refused, no keyword"
+                        } else {
+                            "strict refused, no keyword"
+                        })
+                        .or_default() += 1;
+                }
+            }
+            Err(Refusal::Lexer(e)) => {
+                report += &format!("{mode} {name}: lexer limit: {e}\n");
+                *counts
+                    .entry(if lenient {
+                        "lenient lexer limit"
+                    } else {
+                        "strict lexer limit"
+                    })
+                    .or_default() += 1;
+                if !lenient {
+                    *refusals.entry("(lexer limit)".into()).or_default() += 1;
+                }
+            }
+            Ok((engine, warnings)) => {
+                *counts
+                    .entry(if lenient {
+                        "lenient compiles"
+                    } else {
+                        "strict compiles"
+                    })
+                    .or_default() += 1;
+                if !lenient && llg_ok {
+                    *counts.entry("strict compiles, llguidance too").or_default() += 1;
+                }
+                for t in doc["tests"].as_array().into_iter().flatten() {
+                    let text = serde_json::to_string(&t["data"]).unwrap();
+                    let valid = t["valid"].as_bool().unwrap();
+                    let got = accepts(&engine, &text);
+                    let key = verdict(valid, got);
+                    *counts
+                        .entry(if lenient {
+                            "lenient instances"
+                        } else {
+                            "strict instances"
+                        })
+                        .or_default() += 1;
+                    *counts
+                        .entry(&*Box::leak(format!("{mode} {key}").into_boxed_str()))
+                        .or_default() += 1;
+                    if got != valid {
+                        report += &format!(
+                            "{mode} {name}: {key} ({warnings} warnings): {}\n",
+                            &text[..text.len().min(200)]
+                        );
+                    }
+                }
+            }
+        }
+    }
+    MaskbenchTally {
+        report,
+        counts,
+        refusals,
+    }
 }
 
 /// Every 7th MaskBench file (the full subset is the ignored test below).

@@ -108,22 +108,11 @@ fn sweep_reference_matches_brute_force_on_many_random_grammars() {
     random_grammars(3_000);
 }
 
-/// Checks cases `0..cases`, interleaved over the machine's cores (each case is
-/// independent; one thread took a minute of a CI run with the other core idle).
+/// Checks cases `0..cases` (on every core: each case is independent).
 fn random_grammars(cases: usize) {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    let (checked_masks, dead_ends) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| scope.spawn(move || check_cases((w..cases).step_by(workers))))
-            .collect();
-        let mut totals = (0, 0);
-        for h in handles {
-            // A failed case has printed its message; pass its panic on as it is.
-            let (masks, dead) = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            totals = (totals.0 + masks, totals.1 + dead);
-        }
-        totals
-    });
+    let per_case = common::map_on_cores(&(0..cases).collect::<Vec<_>>(), |&case| check_case(case));
+    let checked_masks: usize = per_case.iter().map(|&(masks, _)| masks).sum();
+    let dead_ends: usize = per_case.iter().map(|&(_, dead)| dead).sum();
     assert!(
         checked_masks > 100,
         "too few masks checked: {checked_masks}"
@@ -131,102 +120,100 @@ fn random_grammars(cases: usize) {
     eprintln!("{checked_masks} masks checked, {dead_ends} greedy dead ends seen");
 }
 
-/// Checks the given cases; returns the masks checked and the greedy dead ends seen.
-fn check_cases(cases: impl Iterator<Item = usize>) -> (usize, usize) {
+/// Checks one case; returns the masks checked and the greedy dead ends seen.
+fn check_case(case: usize) -> (usize, usize) {
     let mut checked_masks = 0;
     let mut dead_ends = 0;
-    for case in cases {
-        let mut rng =
-            Rng(0x9e37_79b9_7f4a_7c15 ^ (case as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1));
-        let g = random_grammar(&mut rng);
-        let dfas: Vec<ByteDfa> = match g
-            .terminals
-            .iter()
-            .map(|t| compile_terminal(&t.regex))
-            .collect()
-        {
-            Ok(d) => d,
-            Err(e) => panic!("case {case}: {e}"),
-        };
-        let mut lang = Language {
-            g: &g,
-            dfas: &dfas,
-            bounds: Vec::new(),
-        };
-        let vocab = random_vocab(&mut rng);
-        let trie = build_trie(&vocab);
-        let engine = Arc::new(ReferenceEngine::new(&g, dfas.clone(), vocab.clone(), trie).unwrap());
-        let ctx = || format!("case {case}: grammar {g:#?}");
+    let mut rng =
+        Rng(0x9e37_79b9_7f4a_7c15 ^ (case as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1));
+    let g = random_grammar(&mut rng);
+    let dfas: Vec<ByteDfa> = match g
+        .terminals
+        .iter()
+        .map(|t| compile_terminal(&t.regex))
+        .collect()
+    {
+        Ok(d) => d,
+        Err(e) => panic!("case {case}: {e}"),
+    };
+    let mut lang = Language {
+        g: &g,
+        dfas: &dfas,
+        bounds: Vec::new(),
+    };
+    let vocab = random_vocab(&mut rng);
+    let trie = build_trie(&vocab);
+    let engine = Arc::new(ReferenceEngine::new(&g, dfas.clone(), vocab.clone(), trie).unwrap());
+    let ctx = || format!("case {case}: grammar {g:#?}");
 
-        // Viability and acceptance of every string up to 4 bytes.
-        let mut rec = engine.recognizer();
-        let mut inputs = strings(ALPHABET, 4);
-        inputs.insert(0, Vec::new());
-        for w in &inputs {
-            let ok = rec.push_bytes(w);
-            let expect = lang.viable(w);
-            // The empty prefix cannot be refused (nothing is pushed); a grammar whose
-            // language is empty simply has empty masks.
+    // Viability and acceptance of every string up to 4 bytes.
+    let mut rec = engine.recognizer();
+    let mut inputs = strings(ALPHABET, 4);
+    inputs.insert(0, Vec::new());
+    for w in &inputs {
+        let ok = rec.push_bytes(w);
+        let expect = lang.viable(w);
+        // The empty prefix cannot be refused (nothing is pushed); a grammar whose
+        // language is empty simply has empty masks.
+        assert_eq!(
+            ok,
+            expect || w.is_empty(),
+            "viability of {:?}; {}",
+            String::from_utf8_lossy(w),
+            ctx()
+        );
+        // A live lexeme whose every ending dead-ends: what the viability analysis is for.
+        let naive_prefix = (1..=w.len()).all(|k| lang.at(SHORT).1.contains(&w[..k]) || !expect);
+        if !expect && naive_prefix && w.len() == 1 {
+            dead_ends += 1;
+        }
+        if ok {
             assert_eq!(
-                ok,
-                expect || w.is_empty(),
-                "viability of {:?}; {}",
+                rec.is_accepting(),
+                lang.at(SHORT).0.contains(w),
+                "acceptance of {:?}; {}",
                 String::from_utf8_lossy(w),
                 ctx()
             );
-            // A live lexeme whose every ending dead-ends: what the viability analysis is for.
-            let naive_prefix = (1..=w.len()).all(|k| lang.at(SHORT).1.contains(&w[..k]) || !expect);
-            if !expect && naive_prefix && w.len() == 1 {
-                dead_ends += 1;
-            }
-            if ok {
-                assert_eq!(
-                    rec.is_accepting(),
-                    lang.at(SHORT).0.contains(w),
-                    "acceptance of {:?}; {}",
-                    String::from_utf8_lossy(w),
-                    ctx()
-                );
-                rec.pop_bytes(w.len());
-            }
-            assert_eq!(rec.bytes_consumed(), 0);
+            rec.pop_bytes(w.len());
         }
+        assert_eq!(rec.bytes_consumed(), 0);
+    }
 
-        // Masks after every viable prefix up to 3 bytes.
-        let short_prefixes: Vec<Vec<u8>> = lang
-            .at(SHORT)
-            .1
-            .iter()
-            .filter(|w| w.len() <= 3)
-            .cloned()
-            .collect();
-        for w in &short_prefixes {
-            let mut m = ReferenceMatcher::new(engine.clone());
-            if !w.is_empty() {
-                m.commit_bytes(w).unwrap();
-            }
-            let mut mask = vec![0u32; vocab.mask_words()];
-            m.fill_mask(&mut mask);
-            for id in 0..vocab.len() as u32 {
-                let expect = if id == vocab.eos {
-                    lang.at(SHORT).0.contains(w)
-                } else if vocab.kind(id) != TokenKind::Normal {
-                    false
-                } else {
-                    lang.viable(&[w.as_slice(), vocab.token_bytes(id)].concat())
-                };
-                let got = mask[id as usize / 32] >> (id % 32) & 1 == 1;
-                assert_eq!(
-                    got,
-                    expect,
-                    "token {id} {:?} after {:?}; {}",
-                    String::from_utf8_lossy(vocab.token_bytes(id)),
-                    String::from_utf8_lossy(w),
-                    ctx()
-                );
-            }
-            checked_masks += 1;
+    // Masks after every viable prefix up to 3 bytes.
+    let short_prefixes: Vec<Vec<u8>> = lang
+        .at(SHORT)
+        .1
+        .iter()
+        .filter(|w| w.len() <= 3)
+        .cloned()
+        .collect();
+    for w in &short_prefixes {
+        let mut m = ReferenceMatcher::new(engine.clone());
+        if !w.is_empty() {
+            m.commit_bytes(w).unwrap();
         }
+        let mut mask = vec![0u32; vocab.mask_words()];
+        m.fill_mask(&mut mask);
+        for id in 0..vocab.len() as u32 {
+            let expect = if id == vocab.eos {
+                lang.at(SHORT).0.contains(w)
+            } else if vocab.kind(id) != TokenKind::Normal {
+                false
+            } else {
+                lang.viable(&[w.as_slice(), vocab.token_bytes(id)].concat())
+            };
+            let got = mask[id as usize / 32] >> (id % 32) & 1 == 1;
+            assert_eq!(
+                got,
+                expect,
+                "token {id} {:?} after {:?}; {}",
+                String::from_utf8_lossy(vocab.token_bytes(id)),
+                String::from_utf8_lossy(w),
+                ctx()
+            );
+        }
+        checked_masks += 1;
     }
     (checked_masks, dead_ends)
 }

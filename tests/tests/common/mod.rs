@@ -394,3 +394,33 @@ pub fn random_grammar(rng: &mut Rng, shape: &GrammarShape) -> Grammar {
         allow_initial_skip: rng.chance(20),
     }
 }
+
+/// `f` of every item, spread over the machine's cores (at most four threads, items
+/// interleaved), in the items' order. For checks whose cases are independent: run one
+/// by one they left a CI machine's second core idle for a minute at a time. A panic in
+/// `f` (a failed case, whose message is already printed) is passed on as it is.
+pub fn map_on_cores<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(items.len().max(1));
+    let f = &f;
+    let mut out: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    (w..items.len())
+                        .step_by(workers)
+                        .map(|i| (i, f(&items[i])))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    out.sort_by_key(|&(i, _)| i);
+    out.into_iter().map(|(_, r)| r).collect()
+}
