@@ -67,14 +67,23 @@ pub fn lex_grammar_source_within(
     lex_within(grammar, deadline)
 }
 
-/// The lexer stage under a budget.
+/// The lexer stage under a budget and the default [`lexer::LexerLimits`].
 fn lex_within(
     grammar: stackmask_formats::Grammar,
     deadline: &Deadline,
 ) -> Result<LexedGrammar, PipelineError> {
+    lex_within_limits(grammar, &Default::default(), deadline)
+}
+
+/// The lexer stage of a grammar under a budget and explicit size limits (the fuzz
+/// targets' small ones, so inputs end in the named limit error fast).
+pub fn lex_within_limits(
+    grammar: stackmask_formats::Grammar,
+    limits: &lexer::LexerLimits,
+    deadline: &Deadline,
+) -> Result<LexedGrammar, PipelineError> {
     deadline.check(Stage::FrontEnd)?;
-    let dfas =
-        lexer::compile_lexer_within::<PipelineError>(&grammar, &Default::default(), deadline)?;
+    let dfas = lexer::compile_lexer_within::<PipelineError>(&grammar, limits, deadline)?;
     Ok(LexedGrammar { grammar, dfas })
 }
 

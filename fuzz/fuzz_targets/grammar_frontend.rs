@@ -18,7 +18,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(grammar) = frontend::parse_grammar(source, "fuzz.lark") else {
         return;
     };
-    let Ok(lexed) = stackmask_fuzz::lex_within(grammar, &deadline) else {
+    let Ok(lexed) = pipeline::lex_within_limits(grammar, &stackmask_fuzz::LEXER_LIMITS, &deadline)
+    else {
         return;
     };
     let limits = LrLimits::states(stackmask_fuzz::MAX_LR_STATES);

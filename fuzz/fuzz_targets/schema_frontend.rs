@@ -44,7 +44,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(schema) = schema_text_to_grammar(text, "fuzz.json", &options) else {
         return;
     };
-    let Ok(lexed) = stackmask_fuzz::lex_within(schema.grammar, &deadline) else {
+    let Ok(lexed) =
+        pipeline::lex_within_limits(schema.grammar, &stackmask_fuzz::LEXER_LIMITS, &deadline)
+    else {
         return;
     };
     // A terminal given as a difference must have its regex's table.

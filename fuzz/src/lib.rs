@@ -13,9 +13,8 @@ pub mod compiled_support;
 
 use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
 use stackmask_compiler::budget::{CompileBudget, Deadline};
-use stackmask_compiler::lexer::{self, LexerLimits};
-use stackmask_compiler::pipeline::{self, LexedGrammar, PipelineError};
-use stackmask_formats::Grammar;
+use stackmask_compiler::lexer::LexerLimits;
+use stackmask_compiler::pipeline;
 use stackmask_formats::{TokenKind, Vocabulary};
 use stackmask_runtime::Engine;
 use std::sync::{Arc, OnceLock};
@@ -38,12 +37,6 @@ pub const LEXER_LIMITS: LexerLimits = LexerLimits {
     terminal_states: 1_024,
     total_states: 4_096,
 };
-
-/// The lexer stage under [`LEXER_LIMITS`] and `deadline`, as `pipeline` runs it.
-pub fn lex_within(grammar: Grammar, deadline: &Deadline) -> Result<LexedGrammar, PipelineError> {
-    let dfas = lexer::compile_lexer_within::<PipelineError>(&grammar, &LEXER_LIMITS, deadline)?;
-    Ok(LexedGrammar { grammar, dfas })
-}
 
 /// The time limit the front-end targets compile under, as a serving stack would
 /// (`--time-limit`): every stage polls it, so an input that runs much past it (the

@@ -288,7 +288,6 @@ fn run_maskbench(step: usize, order: PropertyOrder) -> String {
 }
 
 /// What one MaskBench file gave: report lines, counts, strict refusals by keyword.
-#[derive(Default)]
 struct MaskbenchTally {
     report: String,
     counts: BTreeMap<&'static str, usize>,
@@ -302,11 +301,9 @@ fn maskbench_file(
     bytes: &stackmask_compiler::vocab::Tokenizer,
     order: PropertyOrder,
 ) -> MaskbenchTally {
-    let MaskbenchTally {
-        mut report,
-        mut counts,
-        mut refusals,
-    } = MaskbenchTally::default();
+    let mut report = String::new();
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut refusals: BTreeMap<String, usize> = BTreeMap::new();
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let schema = &doc["schema"];
