@@ -388,6 +388,20 @@ pub struct PreparedTrie {
     /// Many-state lexemes' walk classes, by their automata: see
     /// [`PreparedTrie::walk_classes`].
     walk_classes: Mutex<WalkClassesKept>,
+    /// Large token classes' mask words, by their ranges: see
+    /// [`PreparedTrie::class_words`].
+    class_words: Mutex<ClassWordsKept>,
+}
+
+/// A token class as the ascending `start..end` ranges of trie positions of its tokens.
+pub(crate) type ClassRanges = Box<[(u32, u32)]>;
+
+/// Mask words kept, by the token class (trie ranges) they were expanded from, and
+/// their bytes (keys included).
+#[derive(Default)]
+struct ClassWordsKept {
+    words: FxHashMap<ClassRanges, Arc<[u32]>>,
+    bytes: usize,
 }
 
 /// Walk classes kept, by the automaton they were worked out for, and their bytes.
@@ -445,6 +459,7 @@ impl PreparedTrie {
             store: Mutex::default(),
             splice_min_nodes: Self::SPLICE_MIN_NODES,
             walk_classes: Mutex::default(),
+            class_words: Mutex::default(),
         }
     }
 
@@ -613,6 +628,48 @@ impl PreparedTrie {
     /// How many lexemes' walk classes are kept (for tests).
     pub fn walk_classes_kept(&self) -> usize {
         self.kept_walk_classes().classes.len()
+    }
+
+    /// Bytes of class mask words kept per vocabulary (25 KB a class for a 200k
+    /// vocabulary).
+    pub const MAX_CLASS_WORDS_BYTES: usize = 64 << 20;
+
+    /// The mask words (`words` of them, bit `t` for token id `t`) of the tokens at trie
+    /// positions `ranges` (ascending `start..end` pairs): kept, or expanded now and
+    /// kept while there is room. A JSON string's content tokens, a number's, a
+    /// `date-time`'s are the same large classes in schema after schema, and expanding
+    /// one sets a bit per token at a scattered position (the trie's order is not the
+    /// ids'): 65,000 tokens on average in a MaskBench schema's sets.
+    pub(crate) fn class_words(&self, ranges: &[(u32, u32)], words: usize) -> Arc<[u32]> {
+        if let Some(kept) = self.kept_class_words().words.get(ranges) {
+            if kept.len() == words {
+                return kept.clone();
+            }
+        }
+        let mut dense = vec![0u32; words];
+        for &(a, b) in ranges {
+            for &t in &self.trie.token_ids[a as usize..b as usize] {
+                dense[t as usize / 32] |= 1 << (t % 32);
+            }
+        }
+        let dense: Arc<[u32]> = dense.into();
+        let bytes = 4 * words + 8 * ranges.len();
+        let mut kept = self.kept_class_words();
+        if kept.bytes + bytes <= Self::MAX_CLASS_WORDS_BYTES && !kept.words.contains_key(ranges) {
+            kept.bytes += bytes;
+            kept.words.insert(ranges.into(), dense.clone());
+        }
+        dense
+    }
+
+    fn kept_class_words(&self) -> std::sync::MutexGuard<'_, ClassWordsKept> {
+        // Every update is one insert, so a poisoned lock still guards a consistent map.
+        self.class_words.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many classes' mask words are kept (for tests).
+    pub fn class_words_kept(&self) -> usize {
+        self.kept_class_words().words.len()
     }
 }
 
@@ -937,5 +994,49 @@ mod tests {
             spliced += prepared.kept().1 - roots;
         }
         assert!(spliced > 100, "walks taken from other tables: {spliced}");
+    }
+
+    /// A class's mask words have the bit of every token id at its trie positions and no
+    /// other; asked again they come back kept (the same words), for the same number of
+    /// words only; past the byte budget they are made and not kept.
+    #[test]
+    fn class_words_are_the_tokens_of_the_ranges_and_kept_within_budget() {
+        let mut rng = XorShift(0x00c1_a55e);
+        let trie = random_trie(&mut rng, 3_000, 6);
+        let n = trie.token_ids.len() as u32;
+        let words = (n as usize).div_ceil(32) + 1;
+        let prepared = PreparedTrie::new(trie);
+        let token_ids = prepared.trie().token_ids.clone();
+        for case in 0..200 {
+            let mut cuts: Vec<u32> = (0..2 * (1 + rng.below(20)))
+                .map(|_| rng.below(n as u64 + 1) as u32)
+                .collect();
+            cuts.sort_unstable();
+            let ranges: Vec<(u32, u32)> = cuts.chunks(2).map(|c| (c[0], c[1])).collect();
+            let mut naive = vec![0u32; words];
+            for &(a, b) in &ranges {
+                for &t in &token_ids[a as usize..b as usize] {
+                    naive[t as usize / 32] |= 1 << (t % 32);
+                }
+            }
+            let made = prepared.class_words(&ranges, words);
+            assert_eq!(&made[..], &naive[..], "case {case}: {ranges:?}");
+            let again = prepared.class_words(&ranges, words);
+            assert!(Arc::ptr_eq(&made, &again), "case {case}: not kept");
+            // The same class for a longer mask: its own words, not the kept ones.
+            let longer = prepared.class_words(&ranges, words + 1);
+            assert_eq!(&longer[..words], &naive[..], "case {case}");
+            assert_eq!(longer.len(), words + 1, "case {case}");
+        }
+        let kept = prepared.class_words_kept();
+        assert!(kept > 150, "{kept} classes kept");
+        // Over the budget: made, right, and not kept.
+        prepared.kept_class_words().bytes = PreparedTrie::MAX_CLASS_WORDS_BYTES;
+        let ranges = [(0, n / 3), (n / 2, n)];
+        let made = prepared.class_words(&ranges, words);
+        assert_eq!(prepared.class_words_kept(), kept);
+        let again = prepared.class_words(&ranges, words);
+        assert_eq!(made, again);
+        assert!(!Arc::ptr_eq(&made, &again));
     }
 }

@@ -48,7 +48,7 @@
 //! and reads end of input), so the runtime needs no reduce chain for it either.
 
 use crate::budget::{BudgetError, Deadline, Stage};
-use crate::lexeme_bodies::PreparedTrie;
+use crate::lexeme_bodies::{ClassRanges, PreparedTrie};
 use crate::template::{self, Effect, ReductionChainError};
 use crate::terminal_dwa::{
     Boundary, ClassSet, ClassTokens, FinalCheck, Lexing, RenamedDwas, TerminalDwa,
@@ -632,10 +632,12 @@ fn chunk_hash(key: &[u32]) -> u64 {
 /// same tokens, at boundary after boundary (each `date-time` or counted-string state of
 /// a JSON Schema): 18,000 token sets of 65,000 tokens on average in one MaskBench schema.
 /// Such a class is expanded once into mask words and OR-ed in afterwards; a class's
-/// ranges identify its tokens (ascending, joined where they meet).
+/// ranges identify its tokens (ascending, joined where they meet). The words come from
+/// the trie's store ([`PreparedTrie::class_words`]), which keeps them for the next
+/// grammar compiled over it; this map spares boundaries its lock.
 #[derive(Default)]
 struct DenseClasses {
-    words: FxHashMap<Box<[(u32, u32)]>, MaskWords>,
+    words: FxHashMap<ClassRanges, MaskWords>,
 }
 
 /// The mask words of one class, shared between the cache and its readers.
@@ -816,6 +818,7 @@ fn build_parser_dwa_with(
                         dense_classes: &dense_classes,
                         template_reductions: limits.template_reductions,
                         token_ids: &trie.trie().token_ids,
+                        trie,
                         eos,
                     };
                     let shape = shapes
@@ -1194,6 +1197,8 @@ struct Builder<'a> {
     template_reductions: u32,
     /// The token trie's ids, which class tokens index ([`ClassTokens`]).
     token_ids: &'a [u32],
+    /// The trie, whose store keeps large classes' mask words from grammar to grammar.
+    trie: &'a PreparedTrie,
     /// The end of sequence token.
     eos: u32,
 }
@@ -1564,13 +1569,7 @@ impl Builder<'_> {
             }
         }
         // The ranges only: end of sequence is the caller's to add (it is not in the key).
-        let mut dense = vec![0u32; words];
-        let ranges = tokens.ranges.iter();
-        set_bits(
-            &mut dense,
-            ranges.flat_map(|&(a, b)| self.token_ids[a as usize..b as usize].iter().copied()),
-        );
-        let dense: MaskWords = dense.into();
+        let dense = self.trie.class_words(&tokens.ranges, words);
         lock()
             .words
             .insert(tokens.ranges.clone().into_boxed_slice(), dense.clone());

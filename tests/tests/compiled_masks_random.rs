@@ -309,6 +309,83 @@ fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
     assert!(late_growth < walks_before[60], "{walks_before:?}");
 }
 
+/// Large token classes (thousands of tokens inside a word lexeme) are expanded into
+/// mask words once per prepared trie and kept for the next grammar (`PreparedTrie::
+/// class_words`): over a vocabulary of 12,000 word tokens, grammars whose word lexemes
+/// take different letters compile on a shared trie, after the others filled its store,
+/// to the very Parser DWA they get on a trie of their own, and their masks are the
+/// reference's at every step of random walks.
+#[test]
+fn large_classes_kept_by_a_shared_trie_give_each_grammar_its_own_masks() {
+    use stackmask_compiler::budget::Deadline;
+    use stackmask_compiler::pipeline::PreparedTrie;
+    let sources = [
+        r#"start: "[" W ("," W)* "]"
+W: /[abcd]+/"#,
+        r#"start: "[" W ("," W)* "]" | "'" W "'"
+W: /[abcd1]+/"#,
+        r#"start: "[" W ("," N)* "]"
+W: /[abcd]+/
+N: /[bcd1]+/"#,
+    ];
+    let grammars: Vec<Grammar> = (sources.iter().enumerate())
+        .map(|(i, s)| {
+            stackmask_compiler::frontend::parse_grammar(s, &format!("words{i}.lark"))
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let mut rng = Rng(0x1a_26e5);
+    let mut tokens: Vec<Vec<u8>> = strings(b"abcd1[],'", 2);
+    for (count, alphabet) in [(5_000, &b"abcd"[..]), (2_500, b"abcd1"), (4_500, b"bcd1")] {
+        for _ in 0..count {
+            let len = 3 + rng.below(8);
+            tokens.push(
+                (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect(),
+            );
+        }
+    }
+    tokens.sort();
+    tokens.dedup();
+    let vocab = common::vocab_with_extras("words", tokens.clone());
+    let shared = PreparedTrie::new(stackmask_compiler::vocab::build_trie(&vocab));
+    let options = CompileOptions::default();
+    let mut kept = Vec::new();
+    for round in 0..2 {
+        for (i, g) in grammars.iter().enumerate() {
+            let lexed = common::lexed(g);
+            let compiled =
+                pipeline::compile_parser(&lexed, 100_000).unwrap_or_else(|e| panic!("{e}"));
+            let own = pipeline::compile_mask(&compiled, &vocab, shared.trie(), &options)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let on_shared = pipeline::compile_mask_within(
+                &compiled,
+                &vocab,
+                &shared,
+                &options,
+                &Deadline::unlimited(),
+                &|_, _| {},
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                own.0, on_shared.0,
+                "round {round}, grammar {i}: Parser DWAs differ"
+            );
+            kept.push(shared.class_words_kept());
+        }
+    }
+    // Every grammar has large classes of its own, and the second round adds none.
+    assert!(
+        kept[0] > 0 && kept[0] < kept[1] && kept[1] < kept[2],
+        "{kept:?}"
+    );
+    assert_eq!(kept[2], kept[5], "{kept:?}");
+    for (i, g) in grammars.iter().enumerate() {
+        assert_masks_match_on("words", i, g, tokens.clone(), &mut rng, b"abcd1[],'", 4, 30);
+    }
+}
+
 /// Masks of `g` over vocabulary `name` of `tokens` (sorted and deduplicated here,
 /// special tokens added) against the reference's on `walks` random walks of up to
 /// `steps` steps ([`compare_walks`]); more than 100 masks must be compared.
