@@ -130,11 +130,17 @@ pub struct SchemaIssue {
     pub message: String,
 }
 
+/// The pointer, then the keyword where the pointer does not end in it, then the
+/// message, which says what is wrong (not supported, invalid, unknown): an issue with a
+/// keyword is not always an unsupported one (`$ref` must be a string; an unknown
+/// keyword has no effect).
 impl std::fmt::Display for SchemaIssue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.keyword {
-            Some(k) => write!(f, "{}: unsupported `{k}`: {}", self.pointer, self.message),
-            None => write!(f, "{}: {}", self.pointer, self.message),
+            Some(k) if !self.pointer.ends_with(&refs::child("", k)) => {
+                write!(f, "{}: `{k}`: {}", self.pointer, self.message)
+            }
+            _ => write!(f, "{}: {}", self.pointer, self.message),
         }
     }
 }

@@ -75,6 +75,37 @@ fn unsupported_keywords_are_named_with_their_pointer() {
     assert_eq!(g.warnings[0].keyword.as_deref(), Some("contains"));
 }
 
+/// An issue says what is wrong with its keyword: not supported, invalid or unknown (an
+/// unknown keyword read "unsupported `foo`: unknown keyword", an invalid `$ref`
+/// "unsupported `$ref`: `$ref` must be a string"); the keyword is named after the
+/// pointer only where the pointer does not end in it.
+#[test]
+fn issues_say_what_is_wrong_with_their_keyword() {
+    let strict = SchemaOptions::default();
+    let unsupported = json!({"properties": {"a": {"contains": {"type": "integer"}}}});
+    let e = schema_to_grammar(&unsupported, "s.json", &strict).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.json: #/properties/a/contains: `contains` is not supported"
+    );
+    let invalid = json!({"$ref": 5});
+    let e = schema_to_grammar(&invalid, "s.json", &strict).unwrap_err();
+    assert_eq!(e.to_string(), "s.json: #/$ref: `$ref` must be a string");
+    let unknown = json!({"type": "integer", "frobnicate": 1});
+    let g = schema_to_grammar(&unknown, "s.json", &strict).unwrap();
+    assert_eq!(
+        g.warnings[0].to_string(),
+        "#/frobnicate: unknown keyword: no effect (JSON Schema ignores unknown keywords)"
+    );
+    let issue = |pointer: &str| SchemaIssue {
+        pointer: pointer.to_string(),
+        keyword: Some("a/b~c".to_string()),
+        message: "m".to_string(),
+    };
+    assert_eq!(issue("#/x/a~1b~0c").to_string(), "#/x/a~1b~0c: m");
+    assert_eq!(issue("#/x").to_string(), "#/x: `a/b~c`: m");
+}
+
 #[test]
 fn a_benchmark_file_given_as_a_schema_says_where_its_schema_is() {
     let file = json!({
