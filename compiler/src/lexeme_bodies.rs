@@ -613,7 +613,10 @@ impl PreparedTrie {
         let classes: Arc<[u32]> = make(&automaton).into();
         let bytes = 4 * (automaton.len() + classes.len());
         let mut kept = self.kept_walk_classes();
-        if kept.bytes + bytes <= Self::MAX_WALK_CLASS_BYTES {
+        // Two workers may make the same classes at once: the second keeps nothing.
+        if kept.bytes + bytes <= Self::MAX_WALK_CLASS_BYTES
+            && !kept.classes.contains_key(&automaton)
+        {
             kept.bytes += bytes;
             kept.classes.insert(automaton, classes.clone());
         }
@@ -636,7 +639,8 @@ impl PreparedTrie {
 
     /// The mask words (`words` of them, bit `t` for token id `t`) of the tokens at trie
     /// positions `ranges` (ascending `start..end` pairs): kept, or expanded now and
-    /// kept while there is room. A JSON string's content tokens, a number's, a
+    /// kept while there is room (one length of mask per class: another length is
+    /// expanded each time, never kept). A JSON string's content tokens, a number's, a
     /// `date-time`'s are the same large classes in schema after schema, and expanding
     /// one sets a bit per token at a scattered position (the trie's order is not the
     /// ids'): 65,000 tokens on average in a MaskBench schema's sets.
@@ -655,6 +659,7 @@ impl PreparedTrie {
         let dense: Arc<[u32]> = dense.into();
         let bytes = 4 * words + 8 * ranges.len();
         let mut kept = self.kept_class_words();
+        // Two workers may expand the same class at once: the second keeps nothing.
         if kept.bytes + bytes <= Self::MAX_CLASS_WORDS_BYTES && !kept.words.contains_key(ranges) {
             kept.bytes += bytes;
             kept.words.insert(ranges.into(), dense.clone());

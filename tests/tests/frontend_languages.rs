@@ -211,7 +211,7 @@ fn json_in_lark_refusals_say_where_and_why() {
     };
     assert_eq!(
         err("start: \"a\"\n  | %json {\"type\": \"object\", \"contains\": {}}\n"),
-        "g.lark:2:5: `%json`: #/contains: `contains` is not supported",
+        "g.lark:2:5: `%json`: #/contains: unsupported `contains`: `contains` is not supported",
     );
     assert!(err("start: %json {\"type\": }\n").starts_with("g.lark:1:8: `%json`: invalid JSON: "));
     assert!(err("start: %json {\"format\": \"country-code\"}\n")

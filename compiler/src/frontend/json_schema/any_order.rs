@@ -101,6 +101,7 @@ pub fn build(sink: &mut dyn RuleSink, m: &Members, pointer: &str) -> Result<Buil
         sink.over_limit(SchemaIssue {
             pointer: pointer.to_string(),
             keyword: None,
+            unsupported: false,
             message: format!(
                 "members in any order: an object of {} named members needs more than {MAX_ANY_ORDER_STATES} member states (the limit on any-order objects, one nonterminal per set of names written); use `--property-order declared`",
                 m.named.len()

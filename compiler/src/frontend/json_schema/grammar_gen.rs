@@ -37,6 +37,7 @@ fn issue(pointer: &str, keyword: Option<&str>, message: impl Into<String>) -> Sc
     SchemaIssue {
         pointer: pointer.to_string(),
         keyword: keyword.map(String::from),
+        unsupported: false,
         message: message.into(),
     }
 }

@@ -128,6 +128,7 @@ impl Diagnostics {
         let issue = SchemaIssue {
             pointer: pointer.to_string(),
             keyword: Some(keyword.to_string()),
+            unsupported: true,
             message: message.into(),
         };
         if self.lenient {

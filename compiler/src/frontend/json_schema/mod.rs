@@ -126,17 +126,23 @@ pub struct SchemaIssue {
     pub pointer: String,
     /// The keyword at fault, if one is.
     pub keyword: Option<String>,
+    /// Whether the keyword (or this form of it) is one the grammar cannot enforce, as
+    /// opposed to an invalid value, an unknown keyword or a limit.
+    pub unsupported: bool,
     /// What is wrong.
     pub message: String,
 }
 
-/// The pointer, then the keyword where the pointer does not end in it, then the
-/// message, which says what is wrong (not supported, invalid, unknown): an issue with a
-/// keyword is not always an unsupported one (`$ref` must be a string; an unknown
-/// keyword has no effect).
+/// The pointer; then, for a keyword the grammar cannot enforce, "unsupported `k`", or
+/// for another issue with a keyword, the keyword where the pointer does not end in it;
+/// then the message. (An issue with a keyword is not always an unsupported one: `$ref`
+/// must be a string; an unknown keyword has no effect.)
 impl std::fmt::Display for SchemaIssue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.keyword {
+            Some(k) if self.unsupported => {
+                write!(f, "{}: unsupported `{k}`: {}", self.pointer, self.message)
+            }
             Some(k) if !self.pointer.ends_with(&refs::child("", k)) => {
                 write!(f, "{}: `{k}`: {}", self.pointer, self.message)
             }
@@ -205,6 +211,7 @@ pub fn schema_text_to_grammar(
         issue: SchemaIssue {
             pointer: format!("{}:{}", e.line(), e.column()),
             keyword: None,
+            unsupported: false,
             message: format!("invalid JSON: {e}"),
         },
     })?;

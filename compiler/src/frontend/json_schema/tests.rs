@@ -75,10 +75,11 @@ fn unsupported_keywords_are_named_with_their_pointer() {
     assert_eq!(g.warnings[0].keyword.as_deref(), Some("contains"));
 }
 
-/// An issue says what is wrong with its keyword: not supported, invalid or unknown (an
-/// unknown keyword read "unsupported `foo`: unknown keyword", an invalid `$ref`
-/// "unsupported `$ref`: `$ref` must be a string"); the keyword is named after the
-/// pointer only where the pointer does not end in it.
+/// An issue says what is wrong with its keyword: "unsupported" only for a keyword (or
+/// form of one) the grammar cannot enforce (an unknown keyword read "unsupported `foo`:
+/// unknown keyword", an invalid `$ref` "unsupported `$ref`: `$ref` must be a string");
+/// another issue names its keyword after the pointer only where the pointer does not
+/// end in it.
 #[test]
 fn issues_say_what_is_wrong_with_their_keyword() {
     let strict = SchemaOptions::default();
@@ -86,7 +87,7 @@ fn issues_say_what_is_wrong_with_their_keyword() {
     let e = schema_to_grammar(&unsupported, "s.json", &strict).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "s.json: #/properties/a/contains: `contains` is not supported"
+        "s.json: #/properties/a/contains: unsupported `contains`: `contains` is not supported"
     );
     let invalid = json!({"$ref": 5});
     let e = schema_to_grammar(&invalid, "s.json", &strict).unwrap_err();
@@ -97,13 +98,18 @@ fn issues_say_what_is_wrong_with_their_keyword() {
         g.warnings[0].to_string(),
         "#/frobnicate: unknown keyword: no effect (JSON Schema ignores unknown keywords)"
     );
-    let issue = |pointer: &str| SchemaIssue {
+    let issue = |pointer: &str, unsupported: bool| SchemaIssue {
         pointer: pointer.to_string(),
         keyword: Some("a/b~c".to_string()),
+        unsupported,
         message: "m".to_string(),
     };
-    assert_eq!(issue("#/x/a~1b~0c").to_string(), "#/x/a~1b~0c: m");
-    assert_eq!(issue("#/x").to_string(), "#/x: `a/b~c`: m");
+    assert_eq!(issue("#/x/a~1b~0c", false).to_string(), "#/x/a~1b~0c: m");
+    assert_eq!(issue("#/x", false).to_string(), "#/x: `a/b~c`: m");
+    assert_eq!(
+        issue("#/x", true).to_string(),
+        "#/x: unsupported `a/b~c`: m"
+    );
 }
 
 #[test]
