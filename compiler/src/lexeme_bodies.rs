@@ -387,28 +387,70 @@ pub struct PreparedTrie {
     splice_min_nodes: usize,
     /// Many-state lexemes' walk classes, by their automata: see
     /// [`PreparedTrie::walk_classes`].
-    walk_classes: Mutex<WalkClassesKept>,
+    walk_classes: Kept<Arc<[u32]>>,
     /// Large token classes' mask words, by their ranges: see
     /// [`PreparedTrie::class_words`].
-    class_words: Mutex<ClassWordsKept>,
+    class_words: Kept<ClassRanges>,
 }
 
 /// A token class as the ascending `start..end` ranges of trie positions of its tokens.
 pub(crate) type ClassRanges = Box<[(u32, u32)]>;
 
-/// Mask words kept, by the token class (trie ranges) they were expanded from, and
-/// their bytes (keys included).
-#[derive(Default)]
-struct ClassWordsKept {
-    words: FxHashMap<ClassRanges, Arc<[u32]>>,
+/// Results of a pure function of their key and the trie (walk classes of an automaton,
+/// mask words of a class), kept for the next grammar under a byte budget; past it they
+/// are made and dropped, so what is kept never changes a result.
+struct Kept<K> {
+    kept: Mutex<KeptMap<K>>,
+    budget: usize,
+}
+
+/// The map a [`Kept`] guards, and the bytes of its keys and values.
+struct KeptMap<K> {
+    map: FxHashMap<K, Arc<[u32]>>,
     bytes: usize,
 }
 
-/// Walk classes kept, by the automaton they were worked out for, and their bytes.
-#[derive(Default)]
-struct WalkClassesKept {
-    classes: FxHashMap<Arc<[u32]>, Arc<[u32]>>,
-    bytes: usize,
+impl<K: std::hash::Hash + Eq> Kept<K> {
+    fn new(budget: usize) -> Self {
+        Kept {
+            kept: Mutex::new(KeptMap {
+                map: FxHashMap::default(),
+                bytes: 0,
+            }),
+            budget,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, KeptMap<K>> {
+        // An update counts its bytes and inserts, neither of which can leave the map
+        // unusable, so a poisoned lock still guards a consistent map.
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The value kept for `key`, if any.
+    fn get<Q>(&self, key: &Q) -> Option<Arc<[u32]>>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.lock().map.get(key).cloned()
+    }
+
+    /// Keeps `value` for `key` (`bytes` of both) if the budget has room and no value is
+    /// kept for it yet (two workers may make the same value at once: the second keeps
+    /// nothing).
+    fn keep(&self, key: K, value: &Arc<[u32]>, bytes: usize) {
+        let mut kept = self.lock();
+        if kept.bytes + bytes <= self.budget && !kept.map.contains_key(&key) {
+            kept.bytes += bytes;
+            kept.map.insert(key, value.clone());
+        }
+    }
+
+    /// How many values are kept.
+    fn len(&self) -> usize {
+        self.lock().map.len()
+    }
 }
 
 /// Where a table, from one of its states, is another interned table: that table's id
@@ -458,8 +500,8 @@ impl PreparedTrie {
             trie,
             store: Mutex::default(),
             splice_min_nodes: Self::SPLICE_MIN_NODES,
-            walk_classes: Mutex::default(),
-            class_words: Mutex::default(),
+            walk_classes: Kept::new(Self::MAX_WALK_CLASS_BYTES),
+            class_words: Kept::new(Self::MAX_CLASS_WORDS_BYTES),
         }
     }
 
@@ -607,30 +649,18 @@ impl PreparedTrie {
         automaton: Arc<[u32]>,
         make: impl FnOnce(&[u32]) -> Vec<u32>,
     ) -> Arc<[u32]> {
-        if let Some(classes) = self.kept_walk_classes().classes.get(&automaton) {
-            return classes.clone();
+        if let Some(classes) = self.walk_classes.get(&automaton) {
+            return classes;
         }
         let classes: Arc<[u32]> = make(&automaton).into();
         let bytes = 4 * (automaton.len() + classes.len());
-        let mut kept = self.kept_walk_classes();
-        // Two workers may make the same classes at once: the second keeps nothing.
-        if kept.bytes + bytes <= Self::MAX_WALK_CLASS_BYTES
-            && !kept.classes.contains_key(&automaton)
-        {
-            kept.bytes += bytes;
-            kept.classes.insert(automaton, classes.clone());
-        }
+        self.walk_classes.keep(automaton, &classes, bytes);
         classes
-    }
-
-    fn kept_walk_classes(&self) -> std::sync::MutexGuard<'_, WalkClassesKept> {
-        // Every update is one insert, so a poisoned lock still guards a consistent map.
-        self.walk_classes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// How many lexemes' walk classes are kept (for tests).
     pub fn walk_classes_kept(&self) -> usize {
-        self.kept_walk_classes().classes.len()
+        self.walk_classes.len()
     }
 
     /// Bytes of class mask words kept per vocabulary (25 KB a class for a 200k
@@ -645,9 +675,9 @@ impl PreparedTrie {
     /// one sets a bit per token at a scattered position (the trie's order is not the
     /// ids'): 65,000 tokens on average in a MaskBench schema's sets.
     pub(crate) fn class_words(&self, ranges: &[(u32, u32)], words: usize) -> Arc<[u32]> {
-        if let Some(kept) = self.kept_class_words().words.get(ranges) {
+        if let Some(kept) = self.class_words.get(ranges) {
             if kept.len() == words {
-                return kept.clone();
+                return kept;
             }
         }
         let mut dense = vec![0u32; words];
@@ -658,23 +688,13 @@ impl PreparedTrie {
         }
         let dense: Arc<[u32]> = dense.into();
         let bytes = 4 * words + 8 * ranges.len();
-        let mut kept = self.kept_class_words();
-        // Two workers may expand the same class at once: the second keeps nothing.
-        if kept.bytes + bytes <= Self::MAX_CLASS_WORDS_BYTES && !kept.words.contains_key(ranges) {
-            kept.bytes += bytes;
-            kept.words.insert(ranges.into(), dense.clone());
-        }
+        self.class_words.keep(ranges.into(), &dense, bytes);
         dense
-    }
-
-    fn kept_class_words(&self) -> std::sync::MutexGuard<'_, ClassWordsKept> {
-        // Every update is one insert, so a poisoned lock still guards a consistent map.
-        self.class_words.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// How many classes' mask words are kept (for tests).
     pub fn class_words_kept(&self) -> usize {
-        self.kept_class_words().words.len()
+        self.class_words.len()
     }
 }
 
@@ -1036,7 +1056,7 @@ mod tests {
         let kept = prepared.class_words_kept();
         assert!(kept > 150, "{kept} classes kept");
         // Over the budget: made, right, and not kept.
-        prepared.kept_class_words().bytes = PreparedTrie::MAX_CLASS_WORDS_BYTES;
+        prepared.class_words.lock().bytes = PreparedTrie::MAX_CLASS_WORDS_BYTES;
         let ranges = [(0, n / 3), (n / 2, n)];
         let made = prepared.class_words(&ranges, words);
         assert_eq!(prepared.class_words_kept(), kept);
