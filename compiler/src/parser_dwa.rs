@@ -817,7 +817,6 @@ fn build_parser_dwa_with(
                         chunks: &chunk_store,
                         dense_classes: &dense_classes,
                         template_reductions: limits.template_reductions,
-                        token_ids: &trie.trie().token_ids,
                         trie,
                         eos,
                     };
@@ -1195,9 +1194,8 @@ struct Builder<'a> {
     dense_classes: &'a std::sync::Mutex<DenseClasses>,
     /// Reductions a template may take before a shift ([`ParserDwaLimits`]).
     template_reductions: u32,
-    /// The token trie's ids, which class tokens index ([`ClassTokens`]).
-    token_ids: &'a [u32],
-    /// The trie, whose store keeps large classes' mask words from grammar to grammar.
+    /// The trie: its ids, which class tokens index ([`ClassTokens`]), and its store,
+    /// which keeps large classes' mask words from grammar to grammar.
     trie: &'a PreparedTrie,
     /// The end of sequence token.
     eos: u32,
@@ -1517,7 +1515,8 @@ impl Builder<'_> {
             let mut ids: Vec<u32> = set
                 .iter()
                 .flat_map(|class| {
-                    self.tdwa.class_tokens[class as usize].ids(self.token_ids, self.eos)
+                    self.tdwa.class_tokens[class as usize]
+                        .ids(&self.trie.trie().token_ids, self.eos)
                 })
                 .collect();
             ids.sort_unstable();
@@ -1541,7 +1540,10 @@ impl Builder<'_> {
                     }
                     set_bits(&mut dense, tokens.eos.then_some(self.eos));
                 }
-                None => set_bits(&mut dense, tokens.ids(self.token_ids, self.eos)),
+                None => set_bits(
+                    &mut dense,
+                    tokens.ids(&self.trie.trie().token_ids, self.eos),
+                ),
             }
         }
         self.chunks

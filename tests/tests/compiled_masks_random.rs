@@ -16,7 +16,7 @@ mod compiled_support;
 
 use common::{mask_ids, strings, GrammarShape, Rng};
 use stackmask_compiler::artifact::{build_artifact, ArtifactInputs};
-use stackmask_compiler::parser_dwa::ParserDwaError;
+use stackmask_compiler::parser_dwa::{ParserDwaError, ParserDwaStats};
 use stackmask_compiler::pipeline::{self, CompileError, CompileOptions};
 use stackmask_formats::{Grammar, Vocabulary};
 use stackmask_runtime::reference::ReferenceEngine;
@@ -259,33 +259,49 @@ fn sweep_compiled_masks_match_the_reference_on_many_random_grammars() {
     run(5_000, 25);
 }
 
+/// A compile's mask path: the Parser DWA and its statistics, or the error.
+type MaskPath = Result<(stackmask_formats::ParserDwa, ParserDwaStats), CompileError>;
+
+/// The Parser DWA of `compiled` on a trie of its own, then (after `between`, which
+/// may look at what `shared` kept before) on the shared prepared trie.
+fn own_and_shared(
+    compiled: &pipeline::CompiledParser,
+    vocab: &Vocabulary,
+    shared: &stackmask_compiler::pipeline::PreparedTrie,
+    between: &mut dyn FnMut(),
+) -> (MaskPath, MaskPath) {
+    let options = CompileOptions::default();
+    let own = pipeline::compile_mask(compiled, vocab, shared.trie(), &options);
+    between();
+    let on_shared = pipeline::compile_mask_within(
+        compiled,
+        vocab,
+        shared,
+        &options,
+        &stackmask_compiler::budget::Deadline::unlimited(),
+        &|_, _| {},
+    );
+    (own, on_shared)
+}
+
 /// A prepared trie keeps the lexeme bodies one grammar walked for the next (as `stackmask
 /// compile` of many schemas and Python's `Compiler` do): what is kept is only a
 /// shortcut, so every grammar of a run over one shared trie gets the very Parser DWA it
 /// gets on a trie of its own — and the run does reuse walks.
 #[test]
 fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
-    use stackmask_compiler::budget::Deadline;
     use stackmask_compiler::pipeline::PreparedTrie;
     let mut rng = Rng(0xb0d1_e5b0_d1e5);
     let vocab = random_vocab(&mut rng);
     let shared = PreparedTrie::new(stackmask_compiler::vocab::build_trie(&vocab));
-    let options = CompileOptions::default();
     let (mut compared, mut walks_before) = (0usize, Vec::new());
     for case in 0..120 {
         let g = random_grammar(&mut rng);
         let lexed = common::lexed(&g);
         let compiled = pipeline::compile_parser(&lexed, 100_000).unwrap_or_else(|e| panic!("{e}"));
-        let own = pipeline::compile_mask(&compiled, &vocab, shared.trie(), &options);
-        walks_before.push(shared.kept().1);
-        let on_shared = pipeline::compile_mask_within(
-            &compiled,
-            &vocab,
-            &shared,
-            &options,
-            &Deadline::unlimited(),
-            &|_, _| {},
-        );
+        let (own, on_shared) = own_and_shared(&compiled, &vocab, &shared, &mut || {
+            walks_before.push(shared.kept().1)
+        });
         match (own, on_shared) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(a.0, b.0, "case {case}: Parser DWAs differ\n{g:#?}");
@@ -317,7 +333,6 @@ fn grammars_sharing_a_prepared_trie_compile_as_on_their_own() {
 /// reference's at every step of random walks.
 #[test]
 fn large_classes_kept_by_a_shared_trie_give_each_grammar_its_own_masks() {
-    use stackmask_compiler::budget::Deadline;
     use stackmask_compiler::pipeline::PreparedTrie;
     let sources = [
         r#"start: "[" W ("," W)* "]"
@@ -350,24 +365,15 @@ N: /[bcd1]+/"#,
     tokens.dedup();
     let vocab = common::vocab_with_extras("words", tokens.clone());
     let shared = PreparedTrie::new(stackmask_compiler::vocab::build_trie(&vocab));
-    let options = CompileOptions::default();
     let mut kept = Vec::new();
     for round in 0..2 {
         for (i, g) in grammars.iter().enumerate() {
             let lexed = common::lexed(g);
             let compiled =
                 pipeline::compile_parser(&lexed, 100_000).unwrap_or_else(|e| panic!("{e}"));
-            let own = pipeline::compile_mask(&compiled, &vocab, shared.trie(), &options)
-                .unwrap_or_else(|e| panic!("{e}"));
-            let on_shared = pipeline::compile_mask_within(
-                &compiled,
-                &vocab,
-                &shared,
-                &options,
-                &Deadline::unlimited(),
-                &|_, _| {},
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+            let (own, on_shared) = own_and_shared(&compiled, &vocab, &shared, &mut || {});
+            let own = own.unwrap_or_else(|e| panic!("{e}"));
+            let on_shared = on_shared.unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(
                 own.0, on_shared.0,
                 "round {round}, grammar {i}: Parser DWAs differ"
