@@ -1914,12 +1914,11 @@ impl<'a> Generator<'a> {
         // The presence automaton's start: the satisfying assignments of the names the
         // conditions mention (required ones present, ones with no slot absent).
         if mentioned.len() > presence::MAX_PRESENCE_NAMES {
-            let kw = condition_keyword(m);
-            return Err(issue(
-                &child(ptr, kw),
-                Some(kw),
+            return Err(condition_issue(
+                m,
+                ptr,
                 format!(
-                    "conditions on {} member mentioned: more than {} (the limit on presence conditions)",
+                    "{} member names mentioned: more than {} (the limit on presence conditions)",
                     mentioned.len(),
                     presence::MAX_PRESENCE_NAMES
                 ),
@@ -1997,9 +1996,25 @@ impl<'a> Generator<'a> {
         let n = slot_syms.len();
         let mut table: HashMap<Key, u32> = HashMap::new();
         let mut work = Vec::new();
+        // States plus the assignments they carry (`presence::MAX_MEMBER_AUTOMATON`).
+        let mut size = 0usize;
         let mut get = |g: &mut Self, work: &mut Vec<Key>, key: Key| -> R<u32> {
             if let Some(&x) = table.get(&key) {
                 return Ok(x);
+            }
+            size += 1 + key.2.len();
+            if size > presence::MAX_MEMBER_AUTOMATON {
+                let message = format!(
+                    "the members of this object need an automaton of more than {} states and presence assignments (the limit on one object's members; {} names mentioned, {} of them declared nowhere and so written in any order)",
+                    presence::MAX_MEMBER_AUTOMATON,
+                    mentioned.len(),
+                    loose.len(),
+                );
+                return Err(if mentioned.is_empty() {
+                    issue(ptr, None, message)
+                } else {
+                    condition_issue(m, ptr, message)
+                });
             }
             let x = g.new_nt(&format!(
                 "members@{ptr}#{}.{}.{}",
@@ -2280,9 +2295,11 @@ fn excluded_names(f: Flat) -> Option<Vec<String>> {
     )
 }
 
-/// The keyword to name when an object's presence conditions are refused.
-fn condition_keyword(m: &Map<String, Value>) -> &'static str {
-    [
+/// An error about an object's presence conditions: at the keyword that states them
+/// where the object has one, else at the object itself (conditions from `anyOf`/`oneOf`
+/// groups were taken out of the schema before the object is built).
+fn condition_issue(m: &Map<String, Value>, ptr: &str, message: String) -> SchemaIssue {
+    match [
         "dependencies",
         "dependentRequired",
         "dependentSchemas",
@@ -2291,7 +2308,14 @@ fn condition_keyword(m: &Map<String, Value>) -> &'static str {
     ]
     .into_iter()
     .find(|k| m.contains_key(*k))
-    .unwrap_or("oneOf")
+    {
+        Some(kw) => issue(&child(ptr, kw), Some(kw), message),
+        None => issue(
+            ptr,
+            None,
+            format!("presence conditions of `anyOf`/`oneOf`: {message}"),
+        ),
+    }
 }
 
 /// The declared `properties` of a flat schema.

@@ -73,6 +73,15 @@ impl Presence {
     }
 }
 
+/// Limit on one object's member automaton (declared order), counted as its states plus
+/// the presence assignments they carry. Every state is made, split and hashed once, so
+/// this bounds the work too: names a condition mentions and no schema declares are
+/// written in any order, and the automaton tracks which were written, so sixteen of
+/// them under an `anyOf` of `required`s made 65,537 states of some 30,000 assignments
+/// each (29 million in all, 3 s, then more LR(1) states than their limit). The largest
+/// real object measured needs 1,022 (SchemaStore, 2026-11-30; MaskBench subset: 263).
+pub const MAX_MEMBER_AUTOMATON: usize = 1 << 20;
+
 /// A set of presence assignments (bit `i` set: name `i` is present), sorted and
 /// without repeats: one state of the member automaton.
 pub type Assignments = Vec<u32>;

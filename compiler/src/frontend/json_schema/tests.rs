@@ -81,6 +81,42 @@ fn unsupported_keywords_are_named_with_their_pointer() {
 /// another issue names its keyword after the pointer only where the pointer does not
 /// end in it.
 #[test]
+fn an_object_whose_member_automaton_is_past_its_limit_is_a_named_error() {
+    // Names no schema declares are written in any order, so the automaton tracks which
+    // were written: sixteen of them made 65,537 states of ~30,000 assignments each.
+    let names = |n: usize| -> Vec<String> { (0..n).map(|i| format!("n{i}")).collect() };
+    let schema = |n: usize| json!({"anyOf": [{"required": ["a"]}, {"required": names(n)}]});
+    for opts in [
+        SchemaOptions::default(),
+        SchemaOptions {
+            lenient: true,
+            ..SchemaOptions::default()
+        },
+    ] {
+        let e = schema_to_grammar(&schema(15), "s.json", &opts).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "s.json: #: presence conditions of `anyOf`/`oneOf`: the members of this object need an automaton of more than {} states and presence assignments (the limit on one object's members; 16 names mentioned, 16 of them declared nowhere and so written in any order)",
+                presence::MAX_MEMBER_AUTOMATON
+            )
+        );
+    }
+    // Within the limit the same form is exact: either `a`, or every `n`, in any order.
+    let ok = accepts(&schema(3), &SchemaOptions::default());
+    for (doc, want) in [
+        (r#"{"a":1}"#, true),
+        (r#"{"n2":1,"n0":2,"n1":3}"#, true),
+        (r#"{"n1":true,"a":null}"#, true),
+        (r#"{"n0":1,"n1":2}"#, false),
+        (r#"{}"#, false),
+        (r#"{"n0":1,"n0":2,"n1":3}"#, false),
+    ] {
+        assert_eq!(ok(doc), want, "{doc}");
+    }
+}
+
+#[test]
 fn issues_say_what_is_wrong_with_their_keyword() {
     let strict = SchemaOptions::default();
     let unsupported = json!({"properties": {"a": {"contains": {"type": "integer"}}}});
