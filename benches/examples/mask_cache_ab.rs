@@ -3,6 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release -p stackmask-benches --example mask_cache_ab -- json 8 16 0
+//! cargo run --release -p stackmask-benches --example mask_cache_ab -- c 8 8c   # sparse sets as chunks
 //! ```
 //!
 //! `stackmask bench` runs one configuration at a time, and on a shared 2-core VM two
@@ -25,10 +26,13 @@ const PASSES: usize = 15;
 fn main() {
     let mut args = std::env::args().skip(1);
     let grammar = args.next().unwrap_or_else(|| "json".to_string());
-    let slots: Vec<usize> = args
-        .map(|a| a.parse().expect("slot counts are numbers"))
-        .collect();
-    let slots = if slots.is_empty() { vec![8, 0] } else { slots };
+    // A setting: a slot count, `c` after it for sparse token sets OR-ed as chunks.
+    let slots: Vec<String> = args.collect();
+    let slots = if slots.is_empty() {
+        vec!["8".to_string(), "0".to_string()]
+    } else {
+        slots
+    };
     let w = workload::standard()
         .into_iter()
         .find(|w| w.name.starts_with(&format!("{grammar} ")))
@@ -36,9 +40,14 @@ fn main() {
     let mut mask = vec![0u32; w.engine.mask_words()];
     let mut matchers: Vec<Matcher> = slots
         .iter()
-        .map(|&s| {
+        .map(|s| {
             let mut m = Matcher::new(w.engine.clone());
-            m.set_mask_cache_slots(s);
+            let n = s.trim_end_matches('c');
+            m.set_mask_cache_slots(
+                n.parse()
+                    .expect("settings are slot counts, then `c` or not"),
+            );
+            m.set_sparse_pairs(!s.ends_with('c'));
             m
         })
         .collect();

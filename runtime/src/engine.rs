@@ -163,6 +163,8 @@ pub struct Engine {
     ranges: Ranges,
     vocab: VocabPart,
     reference: OnceLock<Result<Arc<ReferenceEngine>, String>>,
+    /// Sparse weights as (word, bits) pairs, made on first use (module `glr::sparse_weights`).
+    sparse_weights: crate::glr::SparseWeights,
 }
 
 impl std::fmt::Debug for Engine {
@@ -405,6 +407,7 @@ impl Engine {
             ranges,
             vocab: vocab_part,
             reference: OnceLock::new(),
+            sparse_weights: Default::default(),
         })
     }
 
@@ -458,6 +461,12 @@ impl Engine {
     #[inline]
     pub fn parser_dwa(&self) -> ParserDwaRef<'_> {
         self.backed.borrow_dependent().parser_dwa
+    }
+
+    /// The Parser DWA's sparse weights as pairs, shared by this engine's matchers.
+    #[inline]
+    pub(crate) fn sparse_weights(&self) -> &crate::glr::SparseWeights {
+        &self.sparse_weights
     }
 
     /// The metadata.

@@ -81,6 +81,15 @@ impl Matcher {
         self.walk.set_subset_walk_after(pairs);
     }
 
+    /// Sets whether sparse token sets (a few hundred tokens spread over the vocabulary,
+    /// such as C's "tokens that begin with `+=`") are OR-ed into masks as the words
+    /// they set (the default) or as whole chunks of words, as dense ones are. Only
+    /// speed differs; for A/B measurements (`benches/examples/mask_cache_ab.rs`).
+    /// Clones keep the setting.
+    pub fn set_sparse_pairs(&mut self, on: bool) {
+        self.walk.set_sparse_pairs(on);
+    }
+
     /// How many recent masks the matcher keeps ([`Matcher::set_mask_cache_slots`]).
     pub fn mask_cache_slots(&self) -> usize {
         self.walk.cache.slots()
@@ -187,6 +196,7 @@ impl Matcher {
             &self.state,
             low_water,
             &self.engine.parser_dwa(),
+            self.engine.sparse_weights(),
             &mut mask[..words],
         ) {
             // A boundary the compiler left to the trie walk (past its budget).

@@ -27,6 +27,7 @@ use super::chain_memo::{ChainMemo, Cont};
 use super::gss::{Gss, NONE};
 use super::mask_cache::MaskCache;
 use super::pair_set::PairSet;
+use super::sparse_weights::SparseWeights;
 use super::subset_walk::SubsetWalk;
 use super::GlrState;
 use stackmask_formats::{ParserDwa, ParserDwaRef};
@@ -73,6 +74,8 @@ pub(crate) struct DwaWalk {
     subset: SubsetWalk,
     /// Pairs stepped before switching to it.
     subset_after: SubsetAfter,
+    /// Every weight OR-ed as chunks, none as pairs (module `sparse_weights`).
+    chunks_only: bool,
 }
 
 /// Adds weight `w` (0: none) to `weights` unless this walk collected it already.
@@ -91,6 +94,7 @@ impl DwaWalk {
         DwaWalk {
             cache: self.cache.clone(),
             subset_after: self.subset_after,
+            chunks_only: self.chunks_only,
             ..DwaWalk::default()
         }
     }
@@ -101,9 +105,16 @@ impl DwaWalk {
         self.subset_after = SubsetAfter(pairs);
     }
 
+    /// Whether sparse weights are OR-ed as (word, bits) pairs (the default) or, like
+    /// the others, as whole chunks. Masks are the same either way.
+    pub fn set_sparse_pairs(&mut self, on: bool) {
+        self.chunks_only = !on;
+    }
+
     /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
     /// is cleared first and must have the Parser DWA's validated width. `low_water`
-    /// is the state's [`GlrState::take_gss_low_water`], taken right before. Returns
+    /// is the state's [`GlrState::take_gss_low_water`], taken right before; `sparse`
+    /// is the engine's (module `sparse_weights`). Returns
     /// `false`, with `mask` unspecified, if a group in progress is at a boundary the
     /// compiler left to the token-trie walk ([`ParserDwa::FALLBACK`]).
     pub fn fill(
@@ -111,6 +122,7 @@ impl DwaWalk {
         state: &GlrState,
         low_water: u32,
         dwa: &ParserDwaRef<'_>,
+        sparse: &SparseWeights,
         mask: &mut [u32],
     ) -> bool {
         self.memo.begin(low_water);
@@ -227,8 +239,14 @@ impl DwaWalk {
         }
         self.memo.end(gss.nodes.len() as u32);
         let (collected, walk) = (&self.collected, self.walk);
-        self.cache
-            .write(dwa, &self.weights, |w| collected[w as usize] == walk, mask);
+        let sparse = (!self.chunks_only).then_some(sparse);
+        self.cache.write(
+            dwa,
+            sparse,
+            &self.weights,
+            |w| collected[w as usize] == walk,
+            mask,
+        );
         true
     }
 

@@ -12,6 +12,7 @@
 //! mask's 40-odd ids was up to a quarter of a warm hit, `mask_floor` on `linked_list.c`
 //! 1.52–1.57 µs with the sort, 1.13–1.16 without).
 
+use super::sparse_weights::{self, SparseWeights};
 use stackmask_formats::ParserDwaRef;
 
 /// Masks kept per matcher when nothing else is set ([`MaskCache::set_slots`]).
@@ -107,13 +108,14 @@ impl MaskCache {
     pub fn write(
         &mut self,
         dwa: &ParserDwaRef<'_>,
+        sparse: Option<&SparseWeights>,
         weights: &[u32],
         collected: impl Fn(u32) -> bool,
         mask: &mut [u32],
     ) {
         let chunks: usize = weights.iter().map(|&w| dwa.chunk_count(w)).sum();
         if chunks < MIN_CHUNKS || self.max_slots == 0 {
-            or_all(dwa, weights, mask);
+            or_all(dwa, sparse, weights, mask);
             return;
         }
         self.clock += 1;
@@ -127,7 +129,7 @@ impl MaskCache {
             mask.copy_from_slice(slot.mask(mask.len()));
             return;
         }
-        or_all(dwa, weights, mask);
+        or_all(dwa, sparse, weights, mask);
         let slot = if self.slots.len() < self.max_slots {
             // Allocates while the cache warms up, never after.
             self.slots.push(Slot {
@@ -159,9 +161,15 @@ impl MaskCache {
 const WRITE_MIN_CHUNK_WORDS: usize = 16;
 
 /// `mask` = the union of `weights` (distinct ids): the weight covering the most words
-/// is written (copied, gaps zeroed) if its chunks are long, the others OR-ed over it,
-/// so a mask made mostly of one dense token set costs about one copy of the mask.
-fn or_all(dwa: &ParserDwaRef<'_>, weights: &[u32], mask: &mut [u32]) {
+/// is written (copied, gaps zeroed) if its chunks are long, the others OR-ed over it
+/// (sparse ones as pairs, given `sparse`: module `sparse_weights`), so a mask made
+/// mostly of one dense token set costs about one copy of the mask.
+fn or_all(
+    dwa: &ParserDwaRef<'_>,
+    sparse: Option<&SparseWeights>,
+    weights: &[u32],
+    mask: &mut [u32],
+) {
     let base = weights
         .iter()
         .map(|&w| (dwa.weight_words(w), w))
@@ -174,7 +182,10 @@ fn or_all(dwa: &ParserDwaRef<'_>, weights: &[u32], mask: &mut [u32]) {
     }
     for &w in weights {
         if Some(w) != base {
-            dwa.or_weight(w, mask);
+            match sparse {
+                Some(sparse) => sparse_weights::or_weight(dwa, sparse, w, mask),
+                None => dwa.or_weight(w, mask),
+            }
         }
     }
 }

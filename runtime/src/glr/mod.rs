@@ -26,12 +26,14 @@ mod history;
 mod id_sets;
 mod mask_cache;
 mod pair_set;
+mod sparse_weights;
 mod step;
 mod subset_walk;
 
 pub(crate) use dwa_walk::DwaWalk;
 pub use dwa_walk::SUBSET_WALK_AFTER;
 pub use mask_cache::DEFAULT_MASK_CACHE_SLOTS;
+pub(crate) use sparse_weights::SparseWeights;
 
 use gss::{Gss, Layered};
 use stackmask_formats::TablesRef;

@@ -1,0 +1,88 @@
+//! Sparse token sets as the mask words they set, made from the artifact's chunks the
+//! first time a mask needs them.
+//!
+//! Why: a Parser DWA weight is stored as chunks of whole mask words (8-word blocks, so
+//! a mask ORs them with wide loads). That suits dense sets — the inside of a JSON
+//! string — but many of C's sets are the tokens that begin with one operator, a few
+//! hundred tokens spread over the whole vocabulary: over `o200k_base` the largest of
+//! them cover ~4,200 words of chunks of which ~400 are nonzero (one token a word). A
+//! first-seen C mask ORs 50–60 of them, and OR-ing every word of their chunks was most
+//! of its time. OR-ing only the nonzero words, as (word, bits) pairs, writes a tenth as
+//! much: the weight sets of the largest first-seen masks of `stackmask bench`'s C traces,
+//! zeroed and OR-ed in a loop, took 12.4 → 8.7 and 11.6 → 7.2 µs (2026-11-30); what is
+//! left is mostly their half-dozen dense sets, OR-ed whole either way.
+//!
+//! Made per engine on first use (the scan costs about one OR of the chunks), shared by
+//! its matchers, never changed after: a weight's pairs are a pure function of the
+//! mapped artifact, so which thread makes them does not matter.
+
+use stackmask_formats::ParserDwaRef;
+use std::sync::OnceLock;
+
+/// A weight is OR-ed as pairs when its nonzero words are fewer than the words of its
+/// chunks divided by this: a pair is a scattered read-modify-write of one word where a
+/// chunk word is one lane of a streamed vector OR.
+const SPARSE_RATIO: usize = 4;
+
+/// A weight's nonzero mask words as (word, bits) pairs, or `None` if it is dense.
+type Form = Option<Box<[(u32, u32)]>>;
+
+/// Per weight: unset until first asked, then its [`Form`].
+#[derive(Debug, Default)]
+pub(crate) struct SparseWeights {
+    forms: OnceLock<Box<[OnceLock<Form>]>>,
+}
+
+impl SparseWeights {
+    /// The nonzero words of weight `w` as (mask word, bits) pairs, in increasing word
+    /// order, if there are few enough to beat OR-ing its chunks.
+    #[inline]
+    pub fn pairs<'s>(&'s self, dwa: &ParserDwaRef<'_>, w: u32) -> Option<&'s [(u32, u32)]> {
+        let forms = self.forms.get_or_init(|| {
+            (0..dwa.weight_index.len() - 1)
+                .map(|_| OnceLock::new())
+                .collect()
+        });
+        forms[w as usize]
+            .get_or_init(|| sparse_form(dwa, w))
+            .as_deref()
+    }
+}
+
+/// The pairs of `w`, or `None` when its chunks are dense enough to OR whole.
+fn sparse_form(dwa: &ParserDwaRef<'_>, w: u32) -> Form {
+    let words = dwa.weight_words(w);
+    let mut pairs = Vec::new();
+    for &c in dwa.chunks_of(w) {
+        let c = 3 * c as usize;
+        let (start, len, off) = (
+            dwa.chunk_table[c] as usize,
+            dwa.chunk_table[c + 1] as usize,
+            dwa.chunk_table[c + 2] as usize,
+        );
+        for (i, &bits) in dwa.chunk_words[off..off + len].iter().enumerate() {
+            if bits != 0 {
+                if (pairs.len() + 1) * SPARSE_RATIO >= words {
+                    return None;
+                }
+                pairs.push(((start + i) as u32, bits));
+            }
+        }
+    }
+    Some(pairs.into_boxed_slice())
+}
+
+/// ORs weight `w` into `mask` (the validated mask width): its pairs if it is sparse,
+/// else its chunks.
+#[inline]
+pub(crate) fn or_weight(dwa: &ParserDwaRef<'_>, sparse: &SparseWeights, w: u32, mask: &mut [u32]) {
+    match sparse.pairs(dwa, w) {
+        Some(pairs) => {
+            for &(i, bits) in pairs {
+                // In bounds: a chunk lies within the validated mask width.
+                mask[i as usize] |= bits;
+            }
+        }
+        None => dwa.or_weight(w, mask),
+    }
+}
