@@ -9,7 +9,8 @@
 //! `stackmask bench` runs one configuration at a time, and on a shared 2-core VM two
 //! runs of one binary a minute apart can differ by 2× at every percentile. Here one
 //! matcher per setting replays the standard workload's documents (`json` or `c`, then
-//! mask-cache slot counts), all in the same loop: at every step each matcher fills its
+//! mask-cache slot counts, each with `c` after it for sparse token sets OR-ed as whole
+//! chunks: `Matcher::set_sparse_pairs`), all in the same loop: at every step each matcher fills its
 //! mask and commits the token, in an order rotated from step to step (the first to
 //! read a token set pays its cache misses, the others find it warm). Each step's time
 //! is the median of its passes, so a burst of load moves one sample, not the figure;
@@ -42,7 +43,7 @@ fn main() {
         .iter()
         .map(|s| {
             let mut m = Matcher::new(w.engine.clone());
-            let n = s.trim_end_matches('c');
+            let n = s.strip_suffix('c').unwrap_or(s);
             m.set_mask_cache_slots(
                 n.parse()
                     .expect("settings are slot counts, then `c` or not"),

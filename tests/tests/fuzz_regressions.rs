@@ -54,3 +54,37 @@ fn a_determinization_in_progress_stops_at_the_time_limit() {
         }
     }
 }
+
+/// `schema_frontend`: an `anyOf` of two `required`s over sixteen names that no schema
+/// declares (a mutated MaskBench schema). Such names are written in any order, so the
+/// object's member automaton tracked which were written: 65,537 states of ~30,000
+/// presence assignments each — seconds in a release build, past the fuzz run's 60 s
+/// timeout with debug assertions, and then more LR(1) states than their limit. The
+/// automaton now has a named limit, reached in a fraction of a second.
+#[test]
+fn an_object_whose_member_automaton_explodes_ends_in_its_named_limit() {
+    use stackmask_compiler::frontend::json_schema::{
+        schema_text_to_grammar, Draft, PropertyOrder, SchemaOptions,
+    };
+    let input = include_bytes!(
+        "../../fuzz/regressions/schema_frontend/timeout-63b4590512ed1897155c30b3d2d497f8f894a646"
+    );
+    // The target's first byte (13): lenient, sorted property order, draft 7.
+    assert_eq!(input[0], 13);
+    let options = SchemaOptions {
+        lenient: true,
+        order: PropertyOrder::Sorted,
+        draft: Draft::Draft7,
+        ..SchemaOptions::default()
+    };
+    let text = std::str::from_utf8(&input[1..]).unwrap();
+    let Err(e) = schema_text_to_grammar(text, "fuzz.json", &options) else {
+        panic!("expected the member automaton's limit, got a grammar");
+    };
+    assert!(
+        e.to_string().contains(
+            "(the limit on one object's members under presence conditions: 16 names mentioned, 16 of them declared nowhere"
+        ),
+        "{e}"
+    );
+}

@@ -104,7 +104,8 @@ impl MaskCache {
     }
 
     /// Writes the union of `weights` (distinct ids) into `mask`, which has the
-    /// validated mask width. `collected(w)` says whether `w` is one of `weights`.
+    /// validated mask width. `collected(w)` says whether `w` is one of `weights`;
+    /// `sparse` (the engine's, or `None` for chunks only) says how sparse weights are OR-ed.
     pub fn write(
         &mut self,
         dwa: &ParserDwaRef<'_>,

@@ -35,7 +35,8 @@ pub(crate) struct SparseWeights {
 
 impl SparseWeights {
     /// The nonzero words of weight `w` as (mask word, bits) pairs, in increasing word
-    /// order, if there are few enough to beat OR-ing its chunks.
+    /// order, if there are few enough to beat OR-ing its chunks. `dwa` is always the
+    /// Parser DWA of the engine that owns this table.
     #[inline]
     pub fn pairs<'s>(&'s self, dwa: &ParserDwaRef<'_>, w: u32) -> Option<&'s [(u32, u32)]> {
         let forms = self.forms.get_or_init(|| {
@@ -43,6 +44,7 @@ impl SparseWeights {
                 .map(|_| OnceLock::new())
                 .collect()
         });
+        debug_assert_eq!(forms.len(), dwa.weight_index.len() - 1);
         forms[w as usize]
             .get_or_init(|| sparse_form(dwa, w))
             .as_deref()

@@ -1913,12 +1913,14 @@ impl<'a> Generator<'a> {
         }
         // The presence automaton's start: the satisfying assignments of the names the
         // conditions mention (required ones present, ones with no slot absent).
+        // Reported at the object: its conditions may come from several keywords, and
+        // those of `anyOf`/`oneOf` groups were taken out of the schema before this.
         if mentioned.len() > presence::MAX_PRESENCE_NAMES {
-            return Err(condition_issue(
-                m,
+            return Err(issue(
                 ptr,
+                None,
                 format!(
-                    "{} member names mentioned: more than {} (the limit on presence conditions)",
+                    "the object's presence conditions (`required` under `anyOf`/`oneOf`/`not`/`if`, dependencies) mention {} member names: more than {} (the limit on presence conditions)",
                     mentioned.len(),
                     presence::MAX_PRESENCE_NAMES
                 ),
@@ -2004,17 +2006,16 @@ impl<'a> Generator<'a> {
             }
             size += 1 + key.2.len();
             if size > presence::MAX_MEMBER_AUTOMATON {
-                let message = format!(
-                    "the members of this object need an automaton of more than {} states and presence assignments (the limit on one object's members; {} names mentioned, {} of them declared nowhere and so written in any order)",
-                    presence::MAX_MEMBER_AUTOMATON,
-                    mentioned.len(),
-                    loose.len(),
-                );
-                return Err(if mentioned.is_empty() {
-                    issue(ptr, None, message)
-                } else {
-                    condition_issue(m, ptr, message)
-                });
+                return Err(issue(
+                    ptr,
+                    None,
+                    format!(
+                        "the members of this object need an automaton of more than {} units, its states plus the presence assignments they carry (the limit on one object's members under presence conditions: {} names mentioned, {} of them declared nowhere and so written in any order)",
+                        presence::MAX_MEMBER_AUTOMATON,
+                        mentioned.len(),
+                        loose.len(),
+                    ),
+                ));
             }
             let x = g.new_nt(&format!(
                 "members@{ptr}#{}.{}.{}",
@@ -2293,29 +2294,6 @@ fn excluded_names(f: Flat) -> Option<Vec<String>> {
             .filter_map(|v| v.as_str().map(String::from))
             .collect(),
     )
-}
-
-/// An error about an object's presence conditions: at the keyword that states them
-/// where the object has one, else at the object itself (conditions from `anyOf`/`oneOf`
-/// groups were taken out of the schema before the object is built).
-fn condition_issue(m: &Map<String, Value>, ptr: &str, message: String) -> SchemaIssue {
-    match [
-        "dependencies",
-        "dependentRequired",
-        "dependentSchemas",
-        "not",
-        "if",
-    ]
-    .into_iter()
-    .find(|k| m.contains_key(*k))
-    {
-        Some(kw) => issue(&child(ptr, kw), Some(kw), message),
-        None => issue(
-            ptr,
-            None,
-            format!("presence conditions of `anyOf`/`oneOf`: {message}"),
-        ),
-    }
 }
 
 /// The declared `properties` of a flat schema.

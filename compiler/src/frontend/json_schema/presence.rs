@@ -74,8 +74,9 @@ impl Presence {
 }
 
 /// Limit on one object's member automaton (declared order), counted as its states plus
-/// the presence assignments they carry. Every state is made, split and hashed once, so
-/// this bounds the work too: names a condition mentions and no schema declares are
+/// the presence assignments they carry. A state's work (its splits, the lookups of its
+/// successors) is proportional to its assignments times the names to decide, so this
+/// bounds the work too: names a condition mentions and no schema declares are
 /// written in any order, and the automaton tracks which were written, so sixteen of
 /// them under an `anyOf` of `required`s made 65,537 states of some 30,000 assignments
 /// each (29 million in all, 3 s, then more LR(1) states than their limit). The largest

@@ -58,7 +58,7 @@ pub fn parse_chars(pattern: &str) -> Result<Hir, String> {
 
 /// The set of strings an ECMA pattern matches *somewhere in* (JSON Schema patterns are
 /// unanchored): `^`/`$` at the ends of a top-level alternative anchor it, anywhere
-/// else they are reported.
+/// else they are reported (unless another alternative already matches every string).
 ///
 /// A part that matches the empty string where an end is left open matches every
 /// string somewhere, so the result is then `.*` itself, and an alternation with such an
@@ -356,20 +356,11 @@ fn flatten(parts: Vec<Hir>) -> Vec<Hir> {
     out
 }
 
-/// Whether a pattern (searched unanchored) matches every string: after an optional
-/// leading `^` it has no anchors and matches the empty string, so it matches at the
-/// start of any string.
+/// Whether a pattern (searched unanchored) matches every string: [`unanchored`] finds
+/// it so (a part that matches the empty string with an end left open, `^[a-z]*`,
+/// `(a|)$`, or an alternation with one).
 pub fn is_universal(pattern: &Hir) -> bool {
-    let rest = match pattern.kind() {
-        HirKind::Concat(v)
-            if matches!(v.first().map(Hir::kind), Some(HirKind::Look(Look::Start))) =>
-        {
-            Hir::concat(v[1..].to_vec())
-        }
-        _ => pattern.clone(),
-    };
-    let p = rest.properties();
-    p.look_set().is_empty() && p.minimum_len() == Some(0)
+    unanchored(pattern) == any_string()
 }
 
 /// The class `C` if a pattern's language (searched unanchored) is exactly `C*`
@@ -847,6 +838,7 @@ mod tests {
         assert!(is_universal(&p(".*")) && is_universal(&p("a?")));
         assert!(!is_universal(&p("^.*$")) && !is_universal(&p("a")));
         assert!(is_universal(&p("^[a-z]*")) && !is_universal(&p("a$")));
+        assert!(is_universal(&p("(a|)$")) && !is_universal(&p("^(a|)$")));
         let words = finite_strings(&unanchored(&p("^[a-c]x?$")), 16).unwrap();
         assert_eq!(words, ["a", "ax", "b", "bx", "c", "cx"]);
         assert!(finite_strings(&unanchored(&p("a")), 16).is_none());
@@ -876,7 +868,6 @@ mod tests {
         assert!(with_length(two_vars, 0, Some(40)).is_none());
     }
 
-    /// Every string over `alphabet` up to `len` characters.
     #[test]
     fn unanchored_patterns_match_where_the_regex_finds_a_match() {
         // The string language is the set of strings the pattern matches somewhere in,
@@ -912,6 +903,7 @@ mod tests {
         }
     }
 
+    /// Every string over `alphabet` up to `len` characters.
     fn all_strings(alphabet: &[char], len: usize) -> Vec<String> {
         let mut out = vec![String::new()];
         let mut layer = vec![String::new()];

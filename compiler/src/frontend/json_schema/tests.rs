@@ -75,11 +75,8 @@ fn unsupported_keywords_are_named_with_their_pointer() {
     assert_eq!(g.warnings[0].keyword.as_deref(), Some("contains"));
 }
 
-/// An issue says what is wrong with its keyword: "unsupported" only for a keyword (or
-/// form of one) the grammar cannot enforce (an unknown keyword read "unsupported `foo`:
-/// unknown keyword", an invalid `$ref` "unsupported `$ref`: `$ref` must be a string");
-/// another issue names its keyword after the pointer only where the pointer does not
-/// end in it.
+/// An object whose member automaton would pass `presence::MAX_MEMBER_AUTOMATON` is a
+/// named error in every mode; below it the same form is exact.
 #[test]
 fn an_object_whose_member_automaton_is_past_its_limit_is_a_named_error() {
     // Names no schema declares are written in any order, so the automaton tracks which
@@ -97,7 +94,7 @@ fn an_object_whose_member_automaton_is_past_its_limit_is_a_named_error() {
         assert_eq!(
             e.to_string(),
             format!(
-                "s.json: #: presence conditions of `anyOf`/`oneOf`: the members of this object need an automaton of more than {} states and presence assignments (the limit on one object's members; 16 names mentioned, 16 of them declared nowhere and so written in any order)",
+                "s.json: #: the members of this object need an automaton of more than {} units, its states plus the presence assignments they carry (the limit on one object's members under presence conditions: 16 names mentioned, 16 of them declared nowhere and so written in any order)",
                 presence::MAX_MEMBER_AUTOMATON
             )
         );
@@ -116,6 +113,11 @@ fn an_object_whose_member_automaton_is_past_its_limit_is_a_named_error() {
     }
 }
 
+/// An issue says what is wrong with its keyword: "unsupported" only for a keyword (or
+/// form of one) the grammar cannot enforce (an unknown keyword read "unsupported `foo`:
+/// unknown keyword", an invalid `$ref` "unsupported `$ref`: `$ref` must be a string");
+/// another issue names its keyword after the pointer only where the pointer does not
+/// end in it.
 #[test]
 fn issues_say_what_is_wrong_with_their_keyword() {
     let strict = SchemaOptions::default();
