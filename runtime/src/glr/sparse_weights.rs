@@ -88,3 +88,52 @@ pub(crate) fn or_weight(dwa: &ParserDwaRef<'_>, sparse: &SparseWeights, w: u32, 
         None => dwa.or_weight(w, mask),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackmask_formats::ParserDwa;
+
+    /// A 20-word mask (its last chunk ends off an 8-word block) and three weights: one
+    /// sparse across two chunks, one dense, one with exactly a quarter of its chunk
+    /// words nonzero (not under it, so dense).
+    fn dwa() -> ParserDwa {
+        let mut words = vec![0u32; 8];
+        words[3] = 0x10;
+        words.extend([0, 0, 0, 0x8000_0000]); // the tail chunk, words 16..20
+        words.extend(1..=8u32); // dense, words 8..16
+        let mut quarter = vec![0u32; 8];
+        quarter[0] = 1;
+        quarter[7] = 2;
+        words.extend(quarter); // words 0..8 again
+        ParserDwa {
+            weight_index: vec![0, 0, 2, 3, 4],
+            weight_chunks: vec![0, 1, 2, 3],
+            chunk_table: vec![0, 8, 0, 16, 4, 8, 8, 8, 12, 0, 8, 20],
+            chunk_words: words,
+            ..ParserDwa::default()
+        }
+    }
+
+    #[test]
+    fn sparse_weights_are_their_nonzero_words_and_or_like_their_chunks() {
+        let owned = dwa();
+        let dwa = owned.view();
+        let sparse = SparseWeights::default();
+        assert_eq!(
+            sparse.pairs(&dwa, 1),
+            Some(&[(3, 0x10), (19, 0x8000_0000)][..])
+        );
+        assert_eq!(sparse.pairs(&dwa, 2), None);
+        assert_eq!(sparse.pairs(&dwa, 3), None);
+        for w in 1..4 {
+            let start: Vec<u32> = (0..20u32)
+                .map(|i| i.wrapping_mul(0x9e37_79b9) & 0x0f0f)
+                .collect();
+            let (mut by_pairs, mut by_chunks) = (start.clone(), start);
+            or_weight(&dwa, &sparse, w, &mut by_pairs);
+            dwa.or_weight(w, &mut by_chunks);
+            assert_eq!(by_pairs, by_chunks, "weight {w}");
+        }
+    }
+}
