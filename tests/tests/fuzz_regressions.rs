@@ -88,3 +88,26 @@ fn an_object_whose_member_automaton_explodes_ends_in_its_named_limit() {
         "{e}"
     );
 }
+
+/// `schema_frontend`: `{"type":"object","properties":{"a":{"type":"string","maxLength":
+/// 422239264}}}`. The counted string's blocked rules grow with the count: 45 s and 22 GB
+/// in a release build, past the fuzz run's 2 GB. It is now refused at the limit on
+/// counted string lengths (`chunked_string::MAX_STRING_CHUNKS`), named.
+#[test]
+fn a_string_length_of_422_million_characters_is_refused_at_its_named_limit() {
+    use stackmask_compiler::frontend::json_schema::{schema_text_to_grammar, SchemaOptions};
+    let input = include_bytes!(
+        "../../fuzz/regressions/schema_frontend/oom-604b59db62cb99ee2bc5981706a647af93931132"
+    );
+    // The target's first byte (0): strict, compact, declared order, the default draft.
+    assert_eq!(input[0], 0);
+    let text = std::str::from_utf8(&input[1..]).unwrap();
+    let Err(e) = schema_text_to_grammar(text, "fuzz.json", &SchemaOptions::default()) else {
+        panic!("expected the limit on counted string lengths, got a grammar");
+    };
+    assert!(
+        e.to_string()
+            .contains("more than 8388608 (the limit on counted string lengths"),
+        "{e}"
+    );
+}

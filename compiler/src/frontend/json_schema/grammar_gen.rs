@@ -1243,9 +1243,25 @@ impl<'a> Generator<'a> {
         {
             return Ok(false);
         }
-        let min = min.unwrap_or(0);
+        let (mut min, mut max) = (min.unwrap_or(0), max);
         if max.is_some_and(|x| x < min) {
             return Ok(true);
+        }
+        // Past the limit (lenient): no upper bound, or no lower one — a superset.
+        let limit = chunked_string::MAX_STRING_CHUNKS * chunk;
+        for (kw, n) in [("maxLength", max.unwrap_or(0)), ("minLength", min)] {
+            if n / chunk > chunked_string::MAX_STRING_CHUNKS {
+                self.diags.unsupported(
+                    &child(ptr, kw),
+                    kw,
+                    format!("{n} characters: more than {limit} (the limit on counted string lengths; lenient: read as no bound)"),
+                )?;
+                if kw == "maxLength" {
+                    max = None;
+                } else {
+                    min = 0;
+                }
+            }
         }
         let quote = self.lit("\"");
         if min == 0 {

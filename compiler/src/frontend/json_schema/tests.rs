@@ -75,6 +75,30 @@ fn unsupported_keywords_are_named_with_their_pointer() {
     assert_eq!(g.warnings[0].keyword.as_deref(), Some("contains"));
 }
 
+/// A counted string past `chunked_string::MAX_STRING_CHUNKS` is refused, naming the
+/// limit (the fuzzer's `maxLength` of 422 million characters took 45 s and 22 GB);
+/// lenient reads it as unbounded, a superset, with the warning listed.
+#[test]
+fn a_string_length_past_the_counted_limit_is_named_or_unbounded() {
+    let s =
+        json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 422239264}}});
+    let e = schema_to_grammar(&s, "s.json", &SchemaOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.json: #/properties/a/maxLength: unsupported `maxLength`: 422239264 characters: more than 8388608 (the limit on counted string lengths; lenient: read as no bound)"
+    );
+    let lenient = SchemaOptions {
+        lenient: true,
+        ..SchemaOptions::default()
+    };
+    let g = schema_to_grammar(&s, "s.json", &lenient).unwrap();
+    assert_eq!(g.warnings.len(), 1);
+    let ok = accepts(&s, &lenient);
+    assert!(ok(r#"{"a":"0123456789abcdefghij"}"#) && ok(r#"{}"#));
+    let at_limit = json!({"type": "string", "maxLength": 8388608});
+    assert!(schema_to_grammar(&at_limit, "s.json", &SchemaOptions::default()).is_ok());
+}
+
 /// An object whose member automaton would pass `presence::MAX_MEMBER_AUTOMATON` is a
 /// named error in every mode; below it the same form is exact.
 #[test]
