@@ -441,7 +441,7 @@ impl<'a> ParserDwaRef<'a> {
 
     /// Chunk `c`: the mask word it starts at, and its words.
     #[inline(always)]
-    fn chunk(&self, c: u32) -> (usize, &'a [u32]) {
+    pub fn chunk(&self, c: u32) -> (usize, &'a [u32]) {
         let t = 3 * c as usize;
         let (start, len, offset) = (
             self.chunk_table[t] as usize,

@@ -56,13 +56,8 @@ fn sparse_form(dwa: &ParserDwaRef<'_>, w: u32) -> Form {
     let words = dwa.weight_words(w);
     let mut pairs = Vec::new();
     for &c in dwa.chunks_of(w) {
-        let c = 3 * c as usize;
-        let (start, len, off) = (
-            dwa.chunk_table[c] as usize,
-            dwa.chunk_table[c + 1] as usize,
-            dwa.chunk_table[c + 2] as usize,
-        );
-        for (i, &bits) in dwa.chunk_words[off..off + len].iter().enumerate() {
+        let (start, chunk_words) = dwa.chunk(c);
+        for (i, &bits) in chunk_words.iter().enumerate() {
             if bits != 0 {
                 if (pairs.len() + 1) * SPARSE_RATIO >= words {
                     return None;
