@@ -165,6 +165,8 @@ pub struct Engine {
     reference: OnceLock<Result<Arc<ReferenceEngine>, String>>,
     /// Sparse weights as (word, bits) pairs, made on first use (module `glr::sparse_weights`).
     sparse_weights: crate::glr::SparseWeights,
+    /// Unions of dense weights, kept on first use (module `glr::dense_unions`).
+    dense_unions: crate::glr::DenseUnions,
 }
 
 impl std::fmt::Debug for Engine {
@@ -408,6 +410,7 @@ impl Engine {
             vocab: vocab_part,
             reference: OnceLock::new(),
             sparse_weights: Default::default(),
+            dense_unions: Default::default(),
         })
     }
 
@@ -467,6 +470,12 @@ impl Engine {
     #[inline]
     pub(crate) fn sparse_weights(&self) -> &crate::glr::SparseWeights {
         &self.sparse_weights
+    }
+
+    /// The unions of dense weights kept so far, shared by this engine's matchers.
+    #[inline]
+    pub(crate) fn dense_unions(&self) -> &crate::glr::DenseUnions {
+        &self.dense_unions
     }
 
     /// The metadata.

@@ -90,6 +90,16 @@ impl Matcher {
         self.walk.set_sparse_pairs(on);
     }
 
+    /// Sets whether a mask's dense token sets (those that span most of the
+    /// vocabulary) are copied as one union that the engine keeps for the next mask
+    /// with the same ones (the default, with sparse pairs on), or written and OR-ed
+    /// each time. The engine keeps at most [`crate::glr::MAX_DENSE_UNION_BYTES`] of
+    /// them, shared by its matchers. Only speed differs; for A/B measurements. Clones
+    /// keep the setting.
+    pub fn set_dense_unions(&mut self, on: bool) {
+        self.walk.set_dense_unions(on);
+    }
+
     /// How many recent masks the matcher keeps ([`Matcher::set_mask_cache_slots`]).
     pub fn mask_cache_slots(&self) -> usize {
         self.walk.cache.slots()
@@ -197,6 +207,7 @@ impl Matcher {
             low_water,
             &self.engine.parser_dwa(),
             self.engine.sparse_weights(),
+            self.engine.dense_unions(),
             &mut mask[..words],
         ) {
             // A boundary the compiler left to the trie walk (past its budget).

@@ -25,7 +25,8 @@
 
 use super::chain_memo::{ChainMemo, Cont};
 use super::gss::{Gss, NONE};
-use super::mask_cache::MaskCache;
+use super::dense_unions::DenseUnions;
+use super::mask_cache::{MaskCache, WeightForms};
 use super::pair_set::PairSet;
 use super::sparse_weights::SparseWeights;
 use super::subset_walk::SubsetWalk;
@@ -76,6 +77,9 @@ pub(crate) struct DwaWalk {
     subset_after: SubsetAfter,
     /// Every weight OR-ed as chunks, none as pairs (module `sparse_weights`).
     chunks_only: bool,
+    /// Dense weights OR-ed each time, not copied from the engine's kept unions
+    /// (module `dense_unions`).
+    no_dense_unions: bool,
 }
 
 /// Adds weight `w` (0: none) to `weights` unless this walk collected it already.
@@ -96,6 +100,7 @@ impl DwaWalk {
             cache: self.cache.clone(),
             subset_after: self.subset_after,
             chunks_only: self.chunks_only,
+            no_dense_unions: self.no_dense_unions,
             ..DwaWalk::default()
         }
     }
@@ -112,10 +117,17 @@ impl DwaWalk {
         self.chunks_only = !on;
     }
 
+    /// Whether a mask's dense weights are copied as one union the engine keeps (the
+    /// default; only with sparse pairs on) or written and OR-ed each time. Masks are
+    /// the same either way.
+    pub fn set_dense_unions(&mut self, on: bool) {
+        self.no_dense_unions = !on;
+    }
+
     /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
     /// is cleared first and must have the Parser DWA's validated width. `low_water`
     /// is the state's [`GlrState::take_gss_low_water`], taken right before; `sparse`
-    /// is the engine's (module `sparse_weights`). Returns
+    /// and `dense` are the engine's (modules `sparse_weights`, `dense_unions`). Returns
     /// `false`, with `mask` unspecified, if a group in progress is at a boundary the
     /// compiler left to the token-trie walk ([`ParserDwa::FALLBACK`]).
     pub fn fill(
@@ -124,6 +136,7 @@ impl DwaWalk {
         low_water: u32,
         dwa: &ParserDwaRef<'_>,
         sparse: &SparseWeights,
+        dense: &DenseUnions,
         mask: &mut [u32],
     ) -> bool {
         self.memo.begin(low_water);
@@ -240,10 +253,13 @@ impl DwaWalk {
         }
         self.memo.end(gss.nodes.len() as u32);
         let (collected, walk) = (&self.collected, self.walk);
-        let sparse = (!self.chunks_only).then_some(sparse);
+        let forms = WeightForms {
+            sparse: (!self.chunks_only).then_some(sparse),
+            dense: (!self.no_dense_unions).then_some(dense),
+        };
         self.cache.write(
             dwa,
-            sparse,
+            forms,
             &self.weights,
             |w| collected[w as usize] == walk,
             mask,

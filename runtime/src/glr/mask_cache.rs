@@ -12,6 +12,7 @@
 //! mask's 40-odd ids was up to a quarter of a warm hit, `mask_floor` on `linked_list.c`
 //! 1.52–1.57 µs with the sort, 1.13–1.16 without).
 
+use super::dense_unions::{self, DenseUnions};
 use super::sparse_weights::{self, SparseWeights};
 use stackmask_formats::ParserDwaRef;
 
@@ -27,6 +28,8 @@ pub(crate) struct MaskCache {
     slots: Vec<Slot>,
     max_slots: usize,
     clock: u64,
+    /// Scratch for the dense weights of a mask (module `dense_unions`).
+    dense: Vec<u32>,
 }
 
 #[derive(Debug)]
@@ -76,6 +79,7 @@ impl Default for MaskCache {
             slots: Vec::new(),
             max_slots: DEFAULT_MASK_CACHE_SLOTS,
             clock: 0,
+            dense: Vec::new(),
         }
     }
 }
@@ -105,18 +109,18 @@ impl MaskCache {
 
     /// Writes the union of `weights` (distinct ids) into `mask`, which has the
     /// validated mask width. `collected(w)` says whether `w` is one of `weights`;
-    /// `sparse` (the engine's, or `None` for chunks only) says how sparse weights are OR-ed.
+    /// `forms` (the engine's) says how they are OR-ed.
     pub fn write(
         &mut self,
         dwa: &ParserDwaRef<'_>,
-        sparse: Option<&SparseWeights>,
+        forms: WeightForms<'_>,
         weights: &[u32],
         collected: impl Fn(u32) -> bool,
         mask: &mut [u32],
     ) {
         let chunks: usize = weights.iter().map(|&w| dwa.chunk_count(w)).sum();
         if chunks < MIN_CHUNKS || self.max_slots == 0 {
-            or_all(dwa, sparse, weights, mask);
+            or_all(dwa, forms, weights, &mut self.dense, mask);
             return;
         }
         self.clock += 1;
@@ -130,7 +134,7 @@ impl MaskCache {
             mask.copy_from_slice(slot.mask(mask.len()));
             return;
         }
-        or_all(dwa, sparse, weights, mask);
+        or_all(dwa, forms, weights, &mut self.dense, mask);
         let slot = if self.slots.len() < self.max_slots {
             // Allocates while the cache warms up, never after.
             self.slots.push(Slot {
@@ -153,40 +157,47 @@ impl MaskCache {
     }
 }
 
-/// Average chunk length, in words, above which writing a token set (a copy and a
-/// gap fill per chunk) beats zeroing the mask and OR-ing it: measured per token set of
-/// C and JSON × o200k (`write_weight` against `fill(0)` + `or_weight`, hot caches:
-/// `benches/examples/mask_floor.rs --weights`),
-/// writing is 1.1–1.3× slower at 8–16 words a chunk, 0.95× at 17–32, 0.64–0.73× past
-/// 64 — each chunk's copy and fill are library calls, where the OR is an inline loop.
-const WRITE_MIN_CHUNK_WORDS: usize = 16;
+/// How a matcher writes the union of its weights: what the engine keeps to make it
+/// cheaper (module docs of `sparse_weights` and `dense_unions`). `None` for either:
+/// not used, for A/B measurements.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WeightForms<'e> {
+    pub sparse: Option<&'e SparseWeights>,
+    pub dense: Option<&'e DenseUnions>,
+}
 
-/// `mask` = the union of `weights` (distinct ids): the weight covering the most words
-/// is written (copied, gaps zeroed) if its chunks are long, the others OR-ed over it
-/// (sparse ones as pairs, given `sparse`: module `sparse_weights`), so a mask made
-/// mostly of one dense token set costs about one copy of the mask.
+/// `mask` = the union of `weights` (distinct ids). With sparse pairs, the dense
+/// weights' union is written first (copied from the engine's kept unions when there
+/// are two or more, module `dense_unions`), then the sparse ones are OR-ed over it as
+/// pairs; without, every weight as chunks. `dense` is scratch for the dense ids.
 fn or_all(
     dwa: &ParserDwaRef<'_>,
-    sparse: Option<&SparseWeights>,
+    forms: WeightForms<'_>,
     weights: &[u32],
+    dense: &mut Vec<u32>,
     mask: &mut [u32],
 ) {
-    let base = weights
-        .iter()
-        .map(|&w| (dwa.weight_words(w), w))
-        .max()
-        .filter(|&(words, w)| words > WRITE_MIN_CHUNK_WORDS * dwa.chunk_count(w))
-        .map(|(_, w)| w);
-    match base {
-        Some(w) => dwa.write_weight(w, mask),
-        None => mask.fill(0),
+    let Some(sparse) = forms.sparse else {
+        dense_unions::write_union(dwa, weights, mask);
+        return;
+    };
+    dense.clear();
+    dense.extend(
+        weights
+            .iter()
+            .copied()
+            .filter(|&w| sparse.pairs(dwa, w).is_none()),
+    );
+    match forms.dense {
+        Some(unions) if dense.len() >= 2 => {
+            dense.sort_unstable();
+            unions.write(dwa, dense, mask);
+        }
+        _ => dense_unions::write_union(dwa, dense, mask),
     }
     for &w in weights {
-        if Some(w) != base {
-            match sparse {
-                Some(sparse) => sparse_weights::or_weight(dwa, sparse, w, mask),
-                None => dwa.or_weight(w, mask),
-            }
+        if let Some(pairs) = sparse.pairs(dwa, w) {
+            sparse_weights::or_pairs(pairs, mask);
         }
     }
 }

@@ -20,6 +20,7 @@
 //! not the length of the input.
 
 mod chain_memo;
+mod dense_unions;
 mod dwa_walk;
 mod gss;
 mod history;
@@ -30,7 +31,9 @@ mod sparse_weights;
 mod step;
 mod subset_walk;
 
+pub(crate) use dense_unions::DenseUnions;
 pub(crate) use dwa_walk::DwaWalk;
+pub use dense_unions::MAX_DENSE_UNION_BYTES;
 pub use dwa_walk::SUBSET_WALK_AFTER;
 pub use mask_cache::DEFAULT_MASK_CACHE_SLOTS;
 pub(crate) use sparse_weights::SparseWeights;

@@ -69,18 +69,12 @@ fn sparse_form(dwa: &ParserDwaRef<'_>, w: u32) -> Form {
     Some(pairs.into_boxed_slice())
 }
 
-/// ORs weight `w` into `mask` (the validated mask width): its pairs if it is sparse,
-/// else its chunks.
+/// ORs a sparse weight's `pairs` into `mask` (the validated mask width).
 #[inline]
-pub(crate) fn or_weight(dwa: &ParserDwaRef<'_>, sparse: &SparseWeights, w: u32, mask: &mut [u32]) {
-    match sparse.pairs(dwa, w) {
-        Some(pairs) => {
-            for &(i, bits) in pairs {
-                // In bounds: a chunk lies within the validated mask width.
-                mask[i as usize] |= bits;
-            }
-        }
-        None => dwa.or_weight(w, mask),
+pub(crate) fn or_pairs(pairs: &[(u32, u32)], mask: &mut [u32]) {
+    for &(i, bits) in pairs {
+        // In bounds: a chunk lies within the validated mask width.
+        mask[i as usize] |= bits;
     }
 }
 
@@ -126,7 +120,10 @@ mod tests {
                 .map(|i| i.wrapping_mul(0x9e37_79b9) & 0x0f0f)
                 .collect();
             let (mut by_pairs, mut by_chunks) = (start.clone(), start);
-            or_weight(&dwa, &sparse, w, &mut by_pairs);
+            match sparse.pairs(&dwa, w) {
+                Some(pairs) => or_pairs(pairs, &mut by_pairs),
+                None => dwa.or_weight(w, &mut by_pairs),
+            }
             dwa.or_weight(w, &mut by_chunks);
             assert_eq!(by_pairs, by_chunks, "weight {w}");
         }
