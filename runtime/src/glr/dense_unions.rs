@@ -200,6 +200,31 @@ mod tests {
     }
 
     #[test]
+    fn threads_making_the_same_unions_at_once_get_them_exact_and_kept_once() {
+        let owned = dwa(24);
+        let unions = DenseUnions::default();
+        let keys: Vec<Vec<u32>> = (1..24).map(|a| vec![a, a + 1]).collect();
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (owned, unions, keys) = (&owned, &unions, &keys);
+                scope.spawn(move || {
+                    let dwa = owned.view();
+                    for i in 0..keys.len() * 4 {
+                        let key = &keys[(i * (t + 1)) % keys.len()];
+                        let mut mask = vec![0; 16];
+                        unions.write(&dwa, key, &mut mask);
+                        assert_eq!(mask, naive(key), "thread {t}, key {key:?}");
+                    }
+                });
+            }
+        });
+        assert_eq!(unions.kept(), keys.len());
+        // Bytes reserved by a thread that lost the race for a slot are given back.
+        let per_union = 4 * (16 + 2);
+        assert_eq!(unions.bytes.load(Ordering::Relaxed), keys.len() * per_union);
+    }
+
+    #[test]
     fn past_the_slots_a_key_probes_gives_unions_are_made_and_not_kept() {
         let owned = dwa(60);
         let dwa = owned.view();

@@ -24,8 +24,8 @@
 //! get there and keep the pair walk's few nanoseconds a level.
 
 use super::chain_memo::{ChainMemo, Cont};
-use super::gss::{Gss, NONE};
 use super::dense_unions::DenseUnions;
+use super::gss::{Gss, NONE};
 use super::mask_cache::{MaskCache, WeightForms};
 use super::pair_set::PairSet;
 use super::sparse_weights::SparseWeights;

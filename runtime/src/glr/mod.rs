@@ -32,8 +32,8 @@ mod step;
 mod subset_walk;
 
 pub(crate) use dense_unions::DenseUnions;
-pub(crate) use dwa_walk::DwaWalk;
 pub use dense_unions::MAX_DENSE_UNION_BYTES;
+pub(crate) use dwa_walk::DwaWalk;
 pub use dwa_walk::SUBSET_WALK_AFTER;
 pub use mask_cache::DEFAULT_MASK_CACHE_SLOTS;
 pub(crate) use sparse_weights::SparseWeights;
