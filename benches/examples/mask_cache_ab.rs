@@ -47,10 +47,10 @@ fn main() {
         .iter()
         .map(|s| {
             let mut m = Matcher::new(w.engine.clone());
-            let n = s.trim_end_matches(['c', 'u']);
+            let n = s.strip_suffix(['c', 'u']).unwrap_or(s);
             m.set_mask_cache_slots(
                 n.parse()
-                    .expect("settings are slot counts, then `c`, `u` or neither"),
+                    .expect("settings are slot counts, then one of `c`, `u` or neither"),
             );
             m.set_sparse_pairs(!s.ends_with('c'));
             m.set_dense_unions(!s.ends_with('u'));

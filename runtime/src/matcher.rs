@@ -90,7 +90,8 @@ impl Matcher {
         self.walk.set_sparse_pairs(on);
     }
 
-    /// Sets whether a mask's dense token sets (those that span most of the
+    /// Sets whether a mask's dense token sets (those not OR-ed as pairs: a quarter or
+    /// more of the words they cover are nonzero, like C's sets that span the whole
     /// vocabulary) are copied as one union that the engine keeps for the next mask
     /// with the same ones (the default, with sparse pairs on), or written and OR-ed
     /// each time. The engine keeps at most [`crate::glr::MAX_DENSE_UNION_BYTES`] of

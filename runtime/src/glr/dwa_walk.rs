@@ -93,8 +93,8 @@ fn collect(collected: &mut [u32], walk: u32, weights: &mut Vec<u32>, w: u32) {
 
 impl DwaWalk {
     /// A walk with the same settings (mask cache size, subset walk switch, sparse
-    /// pairs) and empty buffers, for a
-    /// matcher's clone: buffers warm on the clone's first mask.
+    /// pairs, dense unions) and empty buffers, for a matcher's clone: buffers warm on
+    /// the clone's first mask.
     pub fn with_empty_buffers(&self) -> DwaWalk {
         DwaWalk {
             cache: self.cache.clone(),
