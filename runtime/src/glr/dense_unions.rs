@@ -278,6 +278,19 @@ mod tests {
         mask
     }
 
+    /// Writes every key's union `rounds` times over, each equal to the naive union.
+    fn write_exact(unions: &DenseUnions, owned: &ParserDwa, keys: &[Vec<u32>], rounds: usize) {
+        for round in 0..rounds {
+            for key in keys {
+                assert_eq!(
+                    write(unions, owned, key),
+                    naive(key),
+                    "{key:?} round {round}"
+                );
+            }
+        }
+    }
+
     /// Bytes one kept union of `key_len` ids takes.
     fn per_union(key_len: usize) -> usize {
         4 * (W as usize + key_len)
@@ -307,15 +320,7 @@ mod tests {
             (DenseUnions::default(), worth.len()),
             (DenseUnions::with_limits(MAX_DENSE_UNION_BYTES, 4, 4), 4),
         ] {
-            for round in 0..3 {
-                for key in &keys {
-                    assert_eq!(
-                        write(&unions, &owned, key),
-                        naive(key),
-                        "{key:?} round {round}"
-                    );
-                }
-            }
+            write_exact(&unions, &owned, &keys, 3);
             assert_eq!(unions.kept(), kept);
             let bytes: usize = worth.iter().take(kept).map(|k| per_union(k.len())).sum();
             assert_eq!(unions.bytes.load(Ordering::Relaxed), bytes);
@@ -341,15 +346,7 @@ mod tests {
         let owned = dwa(40);
         let unions = DenseUnions::with_limits(per_union(2) * 5 / 2, SLOTS, PROBES);
         let keys: Vec<Vec<u32>> = (1..=10).map(|a| vec![4 * a - 2, 4 * a]).collect();
-        for round in 0..2 {
-            for key in &keys {
-                assert_eq!(
-                    write(&unions, &owned, key),
-                    naive(key),
-                    "{key:?} round {round}"
-                );
-            }
-        }
+        write_exact(&unions, &owned, &keys, 2);
         assert_eq!(unions.kept(), 2);
         assert_eq!(unions.bytes.load(Ordering::Relaxed), 2 * per_union(2));
     }
@@ -415,15 +412,7 @@ mod tests {
                 keys.push(vec![a, b]);
             }
         }
-        for round in 0..2 {
-            for key in &keys {
-                assert_eq!(
-                    write(&unions, &owned, key),
-                    naive(key),
-                    "{key:?} round {round}"
-                );
-            }
-        }
+        write_exact(&unions, &owned, &keys, 2);
         assert!(unions.kept() > 0);
         assert_eq!(
             unions.bytes.load(Ordering::Relaxed),
