@@ -95,10 +95,6 @@ impl DenseUnions {
     /// made and kept if it is worth keeping and there is room.
     pub fn write(&self, dwa: &ParserDwaRef<'_>, key: &[u32], mask: &mut [u32]) {
         debug_assert!(key.windows(2).all(|p| p[0] < p[1]), "sorted, distinct");
-        if !worth_keeping(dwa, key, mask.len()) {
-            write_union(dwa, key, mask);
-            return;
-        }
         let slots = self
             .slots
             .get_or_init(|| (0..self.slot_count).map(|_| OnceLock::new()).collect());
@@ -107,6 +103,9 @@ impl DenseUnions {
             let slot = &slots[home.wrapping_add(probe) & (self.slot_count - 1)];
             let union = match slot.get() {
                 Some(union) => union,
+                // Only here, not before probing: a key not worth keeping is never in
+                // the table, and a hit need not read every chunk of its sets.
+                None if !worth_keeping(dwa, key, mask.len()) => break,
                 None => match self.set_slot(slot, dwa, key, mask.len()) {
                     Some(union) => union,
                     None => break,
