@@ -10,6 +10,7 @@
 //! lexeme", which is the test greedy lexing needs.
 
 use crate::budget::{BudgetError, Deadline, Stage};
+use crate::dfa_minimize::{minimize_rows, widen, ClassRows};
 use regex_automata::hybrid::dfa::{Cache, Config, DFA};
 use regex_automata::hybrid::{BuildError, CacheError, LazyStateID, StartError};
 use regex_automata::nfa::thompson;
@@ -311,21 +312,25 @@ fn build_terminal<E>(
 
     // Bytes of one of the lazy DFA's byte classes have the same transitions (it keeps
     // one per class), so each state is asked once per class, at the class's first byte,
-    // and the copy keeps a row per class, widened to 256 bytes once at the end: a
-    // `date-time` has 11,000 states and few classes, and rows of 256 grown state by
-    // state spent more time reallocating and zeroing than determinizing. Classes are
-    // visited in the order of their first bytes, so states are numbered as a walk over
-    // the bytes in order would number them.
+    // and the table keeps a column per class through the minimization, widened to 256
+    // bytes only for the minimal states: a `date-time` has 23,000 states before
+    // minimization and 29 classes. Classes are visited and kept in the order of their
+    // first bytes, so states are numbered as a walk over the bytes in order would
+    // number them.
     let byte_classes = dfa.byte_classes();
-    let width = byte_classes.alphabet_len();
     let mut firsts: Vec<u8> = Vec::new();
-    let mut seen = vec![false; width];
+    // Per lazy DFA class: its column (the rank of its first byte among the classes').
+    let mut column_of_class = vec![u8::MAX; byte_classes.alphabet_len()];
+    let mut column = [0u8; 256];
     for b in 0..=255u8 {
         let class = byte_classes.get(b) as usize;
-        if !std::mem::replace(&mut seen[class], true) {
+        if column_of_class[class] == u8::MAX {
+            column_of_class[class] = firsts.len() as u8;
             firsts.push(b);
         }
+        column[b as usize] = column_of_class[class];
     }
+    let width = firsts.len();
     // Breadth-first copy of the reachable states. Table index 0 is reserved for DEAD.
     let mut index: FxHashMap<LazyStateID, u32> = FxHashMap::default();
     let mut order: Vec<LazyStateID> = vec![start];
@@ -338,7 +343,7 @@ fn build_terminal<E>(
             poll()?;
         }
         let sid = order[i];
-        for &b in &firsts {
+        for (c, &b) in firsts.iter().enumerate() {
             let next = lazy!(dfa.next_state(&mut cache, sid, b));
             if next.is_quit() {
                 return Ok(Err(LexerErrorKind::Unsupported(
@@ -362,18 +367,16 @@ fn build_terminal<E>(
                 accepting.push(accepts);
                 t
             };
-            rows[(i + 1) * width + byte_classes.get(b) as usize] = target;
+            rows[(i + 1) * width + c] = target;
         }
         i += 1;
     }
-    let classes: Vec<usize> = (0..=255u8).map(|b| byte_classes.get(b) as usize).collect();
-    let mut trans = vec![0u32; rows.len() / width * 256];
-    for (row, out) in rows.chunks_exact(width).zip(trans.chunks_exact_mut(256)) {
-        for (t, &c) in out.iter_mut().zip(&classes) {
-            *t = row[c];
-        }
-    }
-    Ok(finish_table(&trans, &accepting, order.len()))
+    let by_class = ClassRows {
+        rows,
+        width,
+        column,
+    };
+    Ok(finish_table(&by_class, &accepting, order.len()))
 }
 
 /// Whether `difference`, built as the lexer builds it, has the table `regex`
@@ -511,51 +514,63 @@ fn build_difference<E>(
         }
         i += 1;
     }
-    Ok(finish_table(&trans, &accepting, order.len()))
+    Ok(finish_table(
+        &ClassRows::of(&trans),
+        &accepting,
+        order.len(),
+    ))
 }
 
 /// The table of a breadth-first walk (state 0 DEAD, the start 1, `reachable` states
-/// found), minimized, with its number of reachable states: an accepting start is the
-/// empty match, refused.
+/// found) by byte class, minimized and widened to 256 bytes, with its number of
+/// reachable states: an accepting start is the empty match, refused.
 fn finish_table(
-    trans: &[u32],
+    by_class: &ClassRows,
     accepting: &[bool],
     reachable: usize,
 ) -> Result<(usize, ByteDfa), LexerErrorKind> {
     if accepting[1] {
         return Err(LexerErrorKind::EmptyMatch);
     }
-    let (trans, accepting, start) = crate::dfa_minimize::minimize(trans, accepting, 1);
-    Ok((reachable, fold_dead_states(trans, &accepting, start)))
+    let width = by_class.width;
+    let (mut rows, accepting, start) = minimize_rows(&by_class.rows, width, accepting, 1);
+    let flags = fold_dead_states(&mut rows, width, &accepting);
+    // A start state that cannot reach a match leaves an empty language; keep it as the
+    // (non-live) start so callers see a terminal that never matches.
+    let start = if flags[start as usize] & ByteDfa::LIVE != 0 {
+        start
+    } else {
+        0
+    };
+    Ok((
+        reachable,
+        ByteDfa {
+            start,
+            trans: widen(&rows, width, &by_class.column),
+            flags,
+        },
+    ))
 }
 
 /// Computes liveness (can reach an accepting state) and redirects every transition
-/// into a non-live state to DEAD, so that "live" is "not DEAD".
-fn fold_dead_states(mut trans: Vec<u32>, accepting: &[bool], start: u32) -> ByteDfa {
-    let n = accepting.len();
+/// into a non-live state to DEAD, so that "live" is "not DEAD"; `rows` has `width`
+/// targets per state. Returns the states' [`ByteDfa`] flags.
+fn fold_dead_states(rows: &mut [u32], width: usize, accepting: &[bool]) -> Vec<u8> {
     let mut live = accepting.to_vec();
-    ReverseEdges::new(&trans, 256, |s| s != ByteDfa::DEAD)
+    ReverseEdges::new(rows, width, |s| s != ByteDfa::DEAD)
         .spread_backwards(&mut live, &mut Vec::new());
     live[0] = false;
-    for t in trans.iter_mut() {
+    for t in rows.iter_mut() {
         if !live[*t as usize] {
             *t = 0;
         }
     }
-    let flags = (0..n)
+    (0..accepting.len())
         .map(|s| {
             (if accepting[s] { ByteDfa::ACCEPTING } else { 0 })
                 | (if live[s] { ByteDfa::LIVE } else { 0 })
         })
-        .collect();
-    // A start state that cannot reach a match leaves an empty language; keep it as the
-    // (non-live) start so callers see a terminal that never matches.
-    let start = if live[start as usize] { start } else { 0 };
-    ByteDfa {
-        start,
-        trans,
-        flags,
-    }
+        .collect()
 }
 
 fn build_error(regex: &str, e: &BuildError, limits: &LexerLimits) -> LexerErrorKind {
