@@ -167,6 +167,8 @@ pub struct Engine {
     sparse_weights: crate::glr::SparseWeights,
     /// Unions of dense weights, kept on first use (module `glr::dense_unions`).
     dense_unions: crate::glr::DenseUnions,
+    /// Buffers of dropped matchers, for the next ones (module `matcher_pool`).
+    matcher_pool: crate::matcher_pool::MatcherPool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -411,6 +413,7 @@ impl Engine {
             reference: OnceLock::new(),
             sparse_weights: Default::default(),
             dense_unions: Default::default(),
+            matcher_pool: Default::default(),
         })
     }
 
@@ -476,6 +479,18 @@ impl Engine {
     #[inline]
     pub(crate) fn dense_unions(&self) -> &crate::glr::DenseUnions {
         &self.dense_unions
+    }
+
+    /// Buffers of dropped matchers, kept for the next ones.
+    #[inline]
+    pub(crate) fn matcher_pool(&self) -> &crate::matcher_pool::MatcherPool {
+        &self.matcher_pool
+    }
+
+    /// Sets of buffers of dropped matchers this engine keeps now, for
+    /// [`crate::Matcher::new`] to take (at most [`crate::MAX_POOLED_MATCHERS`]).
+    pub fn pooled_matchers(&self) -> usize {
+        self.matcher_pool.len()
     }
 
     /// The metadata.

@@ -10,12 +10,14 @@
 pub mod engine;
 pub mod glr;
 mod matcher;
+mod matcher_pool;
 pub mod reference;
 mod session;
 pub mod shared_vocab;
 
 pub use engine::{Engine, EngineError};
 pub use matcher::{Matcher, DEFAULT_MAX_ROLLBACK};
+pub use matcher_pool::{MAX_POOLED_MATCHERS, MAX_POOLED_STATE_BYTES};
 pub use session::MatchError;
 pub use shared_vocab::SharedVocab;
 pub mod trie_walk;

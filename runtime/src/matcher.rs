@@ -14,6 +14,7 @@
 
 use crate::engine::Engine;
 use crate::glr::{DwaWalk, GlrRecognizer, GlrState};
+use crate::matcher_pool::MatcherParts;
 use crate::session::{MatchError, Session};
 use crate::trie_walk;
 use std::sync::Arc;
@@ -33,14 +34,32 @@ pub struct Matcher {
 }
 
 impl Matcher {
-    /// A matcher at the start of input.
+    /// A matcher at the start of input, every setting at its default. It takes the
+    /// buffers a dropped matcher of the same engine left, if any (module
+    /// `matcher_pool`): then it allocates nothing, and its first masks and commits
+    /// cost what a reset matcher's do.
     pub fn new(engine: Arc<Engine>) -> Self {
-        let state = GlrState::new(&engine.tables());
+        let MatcherParts {
+            mut state,
+            mut session,
+            mut walk,
+        } = match engine.matcher_pool().take() {
+            Some(parts) => parts,
+            None => MatcherParts {
+                state: GlrState::detached(),
+                session: Session::detached(),
+                walk: DwaWalk::default(),
+            },
+        };
+        state.reset(&engine.tables());
+        state.set_max_step_work(crate::glr::DEFAULT_MAX_STEP_WORK);
+        session.restart(DEFAULT_MAX_ROLLBACK);
+        walk.reset_settings();
         Matcher {
             engine,
             state,
-            session: Session::new(DEFAULT_MAX_ROLLBACK),
-            walk: DwaWalk::default(),
+            session,
+            walk,
         }
     }
 
@@ -235,6 +254,18 @@ impl Matcher {
             engine.meta().eos,
             mask,
         );
+    }
+}
+
+/// Leaves the matcher's buffers to its engine for the next [`Matcher::new`].
+impl Drop for Matcher {
+    fn drop(&mut self) {
+        let parts = MatcherParts {
+            state: std::mem::replace(&mut self.state, GlrState::detached()),
+            session: std::mem::replace(&mut self.session, Session::detached()),
+            walk: std::mem::take(&mut self.walk),
+        };
+        self.engine.matcher_pool().put(parts);
     }
 }
 

@@ -101,6 +101,23 @@ impl Session {
         }
     }
 
+    /// A session owning no buffers, standing in for one moved out of a dropped
+    /// matcher (`matcher_pool`); [`Session::restart`] makes it a new session.
+    pub fn detached() -> Self {
+        Session {
+            ends: VecDeque::new(),
+            commits: 0,
+            finished: false,
+            max_rollback: 0,
+        }
+    }
+
+    /// A new session that can undo up to `max_rollback` commits, in these buffers.
+    pub fn restart(&mut self, max_rollback: usize) {
+        self.clear();
+        self.max_rollback = max_rollback;
+    }
+
     pub fn finished(&self) -> bool {
         self.finished
     }

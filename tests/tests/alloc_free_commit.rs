@@ -1,7 +1,8 @@
 //! The steady state of commit and fill_mask allocates nothing: after a warm-up pass
 //! over a document and `reset()`, filling every mask and committing the same document
 //! again (and rolling back, and asking `is_accepting`) makes zero heap allocations, in
-//! the matcher and in a warmed clone of it. Counted with a global allocator, so
+//! the matcher, in a warmed clone of it, and in a new matcher made after they were
+//! dropped (it takes their buffers). Counted with a global allocator, so
 //! this file is its own test binary.
 
 mod common;
@@ -114,5 +115,19 @@ fn commit_and_fill_mask_do_not_allocate_when_warm() {
         run(&mut c, &tokens, tokenizer.eos(), &mut mask);
         let after = ALLOCATIONS.load(Ordering::Relaxed);
         assert_eq!(after - before, 0, "{grammar}: a warm clone allocated");
+        // Dropped, a matcher leaves its buffers to the engine: a new matcher takes
+        // them, and its whole pass, `Matcher::new` included, allocates nothing.
+        let engine = c.engine().clone();
+        drop(c);
+        drop(m);
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let mut n = Matcher::new(engine);
+        run(&mut n, &tokens, tokenizer.eos(), &mut mask);
+        let after = ALLOCATIONS.load(Ordering::Relaxed);
+        assert_eq!(
+            after - before,
+            0,
+            "{grammar}: a new matcher after a dropped one allocated"
+        );
     }
 }

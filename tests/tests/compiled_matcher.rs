@@ -651,6 +651,93 @@ fn reset_is_a_fresh_matcher() {
     }
 }
 
+/// A new matcher takes the buffers a dropped matcher of its engine left
+/// (`Matcher::new`, the engine's pool): it starts at the start of input with every
+/// setting at its default, whatever the dropped one had set or parsed, and its masks
+/// equal the reference path's; the pool keeps at most `MAX_POOLED_MATCHERS` sets, and
+/// none holding more than `MAX_POOLED_STATE_BYTES` of parse state.
+#[test]
+fn a_new_matcher_on_dropped_buffers_is_a_fresh_matcher() {
+    let s = setup();
+    // An engine of its own, so that no other test's matchers fill its pool.
+    let engine = engine(&s.built.bytes);
+    let words = engine.mask_words();
+    let mut rng = Rng(0x0090_01ed);
+    for round in 0..4 {
+        let (name, _, tokens) = &s.docs[round % 2];
+        let (_, _, other) = &s.docs[(round + 1) % 2];
+        // Left in the middle of another document, every setting changed.
+        let mut old = Matcher::new(engine.clone());
+        old.set_mask_cache_slots(round % 2);
+        old.set_subset_walk_after(0);
+        old.set_sparse_pairs(false);
+        old.set_dense_unions(false);
+        old.set_max_rollback(round);
+        for &t in &other[..1 + rng.below(other.len() - 1)] {
+            old.commit(t).unwrap();
+            let _ = mask_of(&mut old);
+        }
+        old.set_max_step_work(1);
+        drop(old);
+        assert!(engine.pooled_matchers() >= 1, "round {round}: nothing kept");
+        let pooled = engine.pooled_matchers();
+        let mut m = Matcher::new(engine.clone());
+        assert_eq!(
+            engine.pooled_matchers(),
+            pooled - 1,
+            "round {round}: not taken"
+        );
+        assert_eq!(m.bytes_consumed(), 0);
+        assert_eq!(m.rollback_available(), 0);
+        assert_eq!(m.max_rollback(), stackmask_runtime::DEFAULT_MAX_ROLLBACK);
+        assert_eq!(
+            m.mask_cache_slots(),
+            stackmask_runtime::glr::DEFAULT_MASK_CACHE_SLOTS
+        );
+        let mut r = reference(&engine);
+        for (step, &t) in tokens.iter().enumerate() {
+            let what = format!("round {round}, {name} step {step}");
+            if step % 7 == 0 {
+                assert_same_mask(&mask_of(&mut m), &ref_mask_of(&mut r, words), &what);
+            } else {
+                let _ = mask_of(&mut m);
+            }
+            // The dropped matcher's work limit of 1 would refuse this.
+            m.commit(t).unwrap_or_else(|e| panic!("{what}: {e}"));
+            r.commit(t).unwrap();
+        }
+        assert!(m.is_accepting(), "round {round}: {name} is a sentence");
+        // The default window, not the dropped matcher's.
+        m.rollback(stackmask_runtime::DEFAULT_MAX_ROLLBACK)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+    // Bounded by count.
+    let many: Vec<Matcher> = (0..stackmask_runtime::MAX_POOLED_MATCHERS + 5)
+        .map(|_| Matcher::new(engine.clone()))
+        .collect();
+    assert_eq!(engine.pooled_matchers(), 0);
+    drop(many);
+    assert_eq!(
+        engine.pooled_matchers(),
+        stackmask_runtime::MAX_POOLED_MATCHERS
+    );
+    // And by size: a matcher keeping all of a long document's history is freed.
+    let mut long = Matcher::new(engine.clone());
+    long.set_max_rollback(usize::MAX);
+    let mut text = b"[".to_vec();
+    text.extend(b"1,".repeat(300_000));
+    text.extend(b"1]");
+    long.commit_bytes(&text).unwrap();
+    let _ = engine.pooled_matchers();
+    let before = engine.pooled_matchers();
+    drop(long);
+    assert_eq!(
+        engine.pooled_matchers(),
+        before,
+        "buffers over MAX_POOLED_STATE_BYTES were kept"
+    );
+}
+
 /// Masks served from a matcher's cache of recent masks equal the masks computed
 /// afresh, with any number of slots (1 evicts at almost every distinct mask), at
 /// every step of real documents and after rollbacks that revisit earlier states; and

@@ -105,6 +105,16 @@ impl DwaWalk {
         }
     }
 
+    /// Every setting back to its default (mask cache slots, subset walk switch,
+    /// sparse pairs, dense unions), the buffers and the stored masks kept: a walk
+    /// taken over by a new matcher of the same engine (`matcher_pool`).
+    pub fn reset_settings(&mut self) {
+        self.cache.set_slots(super::DEFAULT_MASK_CACHE_SLOTS);
+        self.subset_after = SubsetAfter::default();
+        self.chunks_only = false;
+        self.no_dense_unions = false;
+    }
+
     /// Sets how many pairs a walk steps before it starts over as a subset walk (0:
     /// every walk is one; `u32::MAX`: none is). Masks are the same either way.
     pub fn set_subset_walk_after(&mut self, pairs: u32) {

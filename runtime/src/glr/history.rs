@@ -40,6 +40,19 @@ impl History {
     pub fn reset(&mut self) {
         self.kept = 0;
     }
+
+    /// Bytes of scratch buffers held (their capacities).
+    pub fn retained_bytes(&self) -> usize {
+        fn bytes<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        bytes(&self.new_id)
+            + bytes(&self.stack)
+            + bytes(&self.ranges)
+            + bytes(&self.gss.nodes)
+            + bytes(&self.gss.edges)
+            + bytes(&self.heads)
+    }
 }
 
 /// The schedule is part of a parse; the scratch buffers are not (a copy starts

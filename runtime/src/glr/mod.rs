@@ -115,7 +115,16 @@ impl GlrState {
     /// The state at the start of input, for `tables` (validated: see
     /// [`TablesRef::validate`]); every later call takes the same tables.
     pub fn new(tables: &TablesRef<'_>) -> Self {
-        let mut s = GlrState {
+        let mut s = GlrState::detached();
+        s.reset(tables);
+        s
+    }
+
+    /// A state owning no buffers, not yet at any start of input: what stands in for
+    /// a state moved out of a dropped matcher (`matcher_pool`). [`GlrState::reset`]
+    /// makes it a state at the start of input.
+    pub(crate) fn detached() -> Self {
+        GlrState {
             gss: Gss::default(),
             heads: Vec::new(),
             groups: Vec::new(),
@@ -131,9 +140,26 @@ impl GlrState {
             new_heads: Vec::new(),
             ending: Vec::new(),
             step_heads: Vec::new(),
-        };
-        s.reset(tables);
-        s
+        }
+    }
+
+    /// Bytes of buffers the state holds (capacities of its arenas and scratch),
+    /// for deciding whether a dropped matcher's buffers are worth keeping.
+    pub(crate) fn retained_bytes(&self) -> usize {
+        fn bytes<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        let gss = |g: &Gss| bytes(&g.nodes) + bytes(&g.edges);
+        gss(&self.gss)
+            + gss(&self.overlay)
+            + bytes(&self.heads)
+            + bytes(&self.groups)
+            + bytes(&self.frames)
+            + bytes(&self.marks)
+            + bytes(&self.new_heads)
+            + bytes(&self.ending)
+            + bytes(&self.step_heads)
+            + self.history.retained_bytes()
     }
 
     /// Back to the start of input, keeping every buffer's capacity. `tables` are the
