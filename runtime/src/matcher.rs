@@ -1,7 +1,9 @@
 //! `Matcher`: one decoding session on the compiled path.
 //!
-//! Cheap to create from an `Arc<Engine>`; `reset()` reuses every buffer, so a pooled
-//! matcher commits without allocating once warm. A matcher can undo its last
+//! Cheap to create from an `Arc<Engine>`; `reset()` reuses every buffer, and a dropped
+//! matcher leaves its buffers to the engine for the next `Matcher::new` (module
+//! `matcher_pool`), so a matcher per request commits and masks without allocating once
+//! the engine is warm. A matcher can undo its last
 //! [`Matcher::max_rollback`] commits ([`DEFAULT_MAX_ROLLBACK`] unless set) and forgets
 //! what only older ones would need, so its memory follows the nesting depth and that
 //! window, not the length of the output, and `clone()` (beam search, parallel
