@@ -43,15 +43,12 @@ impl History {
 
     /// Bytes of scratch buffers held (their capacities).
     pub fn retained_bytes(&self) -> usize {
-        fn bytes<T>(v: &Vec<T>) -> usize {
-            v.capacity() * std::mem::size_of::<T>()
-        }
-        bytes(&self.new_id)
-            + bytes(&self.stack)
-            + bytes(&self.ranges)
-            + bytes(&self.gss.nodes)
-            + bytes(&self.gss.edges)
-            + bytes(&self.heads)
+        super::capacity_bytes(&self.new_id)
+            + super::capacity_bytes(&self.stack)
+            + super::capacity_bytes(&self.ranges)
+            + super::capacity_bytes(&self.gss.nodes)
+            + super::capacity_bytes(&self.gss.edges)
+            + super::capacity_bytes(&self.heads)
     }
 }
 

@@ -111,6 +111,11 @@ pub struct GlrState {
     step_heads: Vec<u32>,
 }
 
+/// Bytes a vector has allocated (its capacity, not its length).
+fn capacity_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
+}
+
 impl GlrState {
     /// The state at the start of input, for `tables` (validated: see
     /// [`TablesRef::validate`]); every later call takes the same tables.
@@ -146,19 +151,16 @@ impl GlrState {
     /// Bytes of buffers the state holds (capacities of its arenas and scratch),
     /// for deciding whether a dropped matcher's buffers are worth keeping.
     pub(crate) fn retained_bytes(&self) -> usize {
-        fn bytes<T>(v: &Vec<T>) -> usize {
-            v.capacity() * std::mem::size_of::<T>()
-        }
-        let gss = |g: &Gss| bytes(&g.nodes) + bytes(&g.edges);
+        let gss = |g: &Gss| capacity_bytes(&g.nodes) + capacity_bytes(&g.edges);
         gss(&self.gss)
             + gss(&self.overlay)
-            + bytes(&self.heads)
-            + bytes(&self.groups)
-            + bytes(&self.frames)
-            + bytes(&self.marks)
-            + bytes(&self.new_heads)
-            + bytes(&self.ending)
-            + bytes(&self.step_heads)
+            + capacity_bytes(&self.heads)
+            + capacity_bytes(&self.groups)
+            + capacity_bytes(&self.frames)
+            + capacity_bytes(&self.marks)
+            + capacity_bytes(&self.new_heads)
+            + capacity_bytes(&self.ending)
+            + capacity_bytes(&self.step_heads)
             + self.history.retained_bytes()
     }
 
