@@ -12,21 +12,6 @@
 //! and the runtime read off a state — accepting, may the lexeme go on, which bytes
 //! end it — is unchanged: minimization changes no language and no lexing decision.
 
-/// Minimizes a DFA given as `trans` (`256` targets per state, state 0 the dead state
-/// with every transition to itself) and `accepting`, started at `start`. Returns the
-/// minimal DFA in the same form, with the dead state still 0, its start state, and all
-/// states reachable from it.
-pub fn minimize(trans: &[u32], accepting: &[bool], start: u32) -> (Vec<u32>, Vec<bool>, u32) {
-    debug_assert_eq!(trans.len(), accepting.len() * 256);
-    let by_class = ClassRows::of(trans);
-    let (rows, accepting, start) = minimize_rows(&by_class.rows, by_class.width, accepting, start);
-    (
-        widen(&rows, by_class.width, &by_class.column),
-        accepting,
-        start,
-    )
-}
-
 /// A DFA's table by byte class: one column per class of bytes no state tells apart,
 /// the classes in the order of their first bytes.
 pub struct ClassRows {
@@ -66,10 +51,12 @@ pub fn widen(rows: &[u32], width: usize, column: &[u8; 256]) -> Vec<u32> {
     trans
 }
 
-/// [`minimize`] over a DFA given by byte class: `rows` has `width` targets per state,
+/// Minimizes a DFA given by byte class (state 0 the dead state, every transition to
+/// itself), started at `start`: `rows` has `width` targets per state,
 /// one per class, the classes in the order of their first bytes. Returns the minimal
-/// DFA in the same columns; widened with the classes' bytes it is what [`minimize`]
-/// returns for the widened input, state for state (the renumbering visits the classes
+/// DFA in the same columns, the dead state still 0, with its start state and all
+/// states reachable from it; widened with the classes' bytes it is the minimization of
+/// the widened input, state for state (the renumbering visits the classes
 /// in the order their first bytes are visited). A lexer's terminal comes out of
 /// determinization by class (a `date-time`: 23,000 states of 29 classes), and 256
 /// columns a state made the minimization read and write nine times the cells.
@@ -293,6 +280,22 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The 256-column form: minimizes a DFA given as `trans` (`256` targets per state, state 0 the dead state
+    /// with every transition to itself) and `accepting`, started at `start`. Returns the
+    /// minimal DFA in the same form, with the dead state still 0, its start state, and all
+    /// states reachable from it.
+    fn minimize(trans: &[u32], accepting: &[bool], start: u32) -> (Vec<u32>, Vec<bool>, u32) {
+        debug_assert_eq!(trans.len(), accepting.len() * 256);
+        let by_class = ClassRows::of(trans);
+        let (rows, accepting, start) =
+            minimize_rows(&by_class.rows, by_class.width, accepting, start);
+        (
+            widen(&rows, by_class.width, &by_class.column),
+            accepting,
+            start,
+        )
+    }
 
     /// A DFA from `(state, byte, target)` edges over `n` states (0 dead).
     fn dfa(n: usize, edges: &[(u32, u8, u32)]) -> Vec<u32> {

@@ -93,12 +93,9 @@ impl Default for Session {
 impl Session {
     /// A session that can undo up to `max_rollback` commits (`usize::MAX`: all).
     pub fn new(max_rollback: usize) -> Self {
-        Session {
-            ends: VecDeque::from([0]),
-            commits: 0,
-            finished: false,
-            max_rollback,
-        }
+        let mut s = Session::detached();
+        s.restart(max_rollback);
+        s
     }
 
     /// A session owning no buffers, standing in for one moved out of a dropped
