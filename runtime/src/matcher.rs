@@ -7,7 +7,8 @@
 //! [`Matcher::max_rollback`] commits ([`DEFAULT_MAX_ROLLBACK`] unless set) and forgets
 //! what only older ones would need, so its memory follows the nesting depth and that
 //! window, not the length of the output, and `clone()` (beam search, parallel
-//! sampling) copies that much and no scratch buffer.
+//! sampling) copies that much and no scratch buffer, into a dropped matcher's
+//! buffers when the engine holds some.
 //!
 //! `fill_mask` walks the precompiled Parser DWA over the GSS (DESIGN.md §2; see
 //! `glr::dwa_walk`): table lookups and sparse ORs, no token trie and no reduce chain.
@@ -271,15 +272,35 @@ impl Drop for Matcher {
     }
 }
 
-/// Copies the parse and its rollback window; the mask walk's buffers start empty
-/// and warm on the copy's first mask.
+/// Copies the parse, its rollback window and every setting. The copy takes the
+/// buffers a dropped matcher of the same engine left, if any (module
+/// `matcher_pool`), and copies into them: then it allocates nothing and its first
+/// masks cost what warm ones do. Otherwise the mask walk's buffers start empty and
+/// warm on the copy's first masks.
 impl Clone for Matcher {
     fn clone(&self) -> Self {
+        let (state, session, walk) = match self.engine.matcher_pool().take() {
+            Some(MatcherParts {
+                mut state,
+                mut session,
+                mut walk,
+            }) => {
+                state.clone_from(&self.state);
+                session.clone_from(&self.session);
+                walk.adopt_settings_of(&self.walk);
+                (state, session, walk)
+            }
+            None => (
+                self.state.clone(),
+                self.session.clone(),
+                self.walk.with_empty_buffers(),
+            ),
+        };
         Matcher {
             engine: self.engine.clone(),
-            state: self.state.clone(),
-            session: self.session.clone(),
-            walk: self.walk.with_empty_buffers(),
+            state,
+            session,
+            walk,
         }
     }
 }

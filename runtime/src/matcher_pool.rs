@@ -1,4 +1,5 @@
-//! The buffers of dropped matchers, kept by their engine for the next `Matcher::new`.
+//! The buffers of dropped matchers, kept by their engine for the next `Matcher::new`
+//! or `Matcher::clone`.
 //!
 //! A serving stack starts a matcher per request and drops it at the end. A new
 //! matcher's buffers (the GSS, the mask walk's per-weight table, its memo, the mask
@@ -10,11 +11,17 @@
 //! start of input with every setting at its default: a new matcher is then a reset
 //! one, and allocates nothing once the pool holds buffers.
 //!
+//! A clone (beam search, parallel sampling) takes a set the same way and copies its
+//! original's parse, rollback window and settings into it, so a beam that ends and
+//! another that starts trade buffers instead of freeing and allocating them.
+//!
 //! Nothing a matcher parsed survives: the state is reset as `Matcher::reset` resets
 //! it (the walk's memo forgets every stack node, since the stack's low-water mark
-//! starts over). What the mask cache keeps does survive, and stays exact: a stored
-//! mask is the union of the token sets its key lists, a function of the engine alone,
-//! and one pool serves one engine.
+//! starts over), or a clone's copy replaces it (and the walk's memo is emptied: the
+//! copied stack's low-water mark says nothing about the stack the memo was of). What
+//! the mask cache keeps does survive, and stays exact: a stored mask is the union of
+//! the token sets its key lists, a function of the engine alone, and one pool serves
+//! one engine.
 //!
 //! Bounded: at most [`MAX_POOLED_MATCHERS`] sets of buffers, and none whose parse state holds
 //! more than [`MAX_POOLED_STATE_BYTES`] (a matcher with unlimited rollback over a long

@@ -71,7 +71,7 @@ pub enum MatchError {
 
 /// Commit history of one decoding session: where each of the last commits ended,
 /// for rolling back at most `max_rollback` of them.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Session {
     /// Bytes consumed after each of the last `ends.len() - 1` commits, preceded by
     /// where the oldest of them started (0 at the start of input): the furthest a
@@ -81,6 +81,27 @@ pub(crate) struct Session {
     commits: usize,
     finished: bool,
     max_rollback: usize,
+}
+
+impl Clone for Session {
+    fn clone(&self) -> Self {
+        Session {
+            ends: self.ends.clone(),
+            commits: self.commits,
+            finished: self.finished,
+            max_rollback: self.max_rollback,
+        }
+    }
+
+    /// A copy of `source` in this session's buffer (no allocation once it is as
+    /// large): a matcher's clone over a dropped matcher's buffers.
+    fn clone_from(&mut self, source: &Self) {
+        self.ends.clear();
+        self.ends.extend(source.ends.iter().copied());
+        self.commits = source.commits;
+        self.finished = source.finished;
+        self.max_rollback = source.max_rollback;
+    }
 }
 
 /// Unlimited rollback (the reference matcher's, which keeps all its history anyway).

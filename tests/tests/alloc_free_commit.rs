@@ -1,8 +1,9 @@
 //! The steady state of commit and fill_mask allocates nothing: after a warm-up pass
 //! over a document and `reset()`, filling every mask and committing the same document
 //! again (and rolling back, and asking `is_accepting`) makes zero heap allocations, in
-//! the matcher, in a warmed clone of it, and in a new matcher made after they were
-//! dropped (it takes their buffers). Counted with a global allocator, so
+//! the matcher, in a warmed clone of it, in a new matcher made after they were
+//! dropped (it takes their buffers), and in clones made of that one (they take the
+//! buffers of the clones dropped before). Counted with a global allocator, so
 //! this file is its own test binary.
 
 mod common;
@@ -128,6 +129,32 @@ fn commit_and_fill_mask_do_not_allocate_when_warm() {
             after - before,
             0,
             "{grammar}: a new matcher after a dropped one allocated"
+        );
+        // A clone (beam search) takes a dropped matcher's buffers too and copies the
+        // parse into them: cloned at every tenth step of a pass, each clone masking,
+        // committing and dropped, nothing allocates once a pass like it has warmed
+        // the buffers (a clone's first mask walks the whole stack, which the walk's
+        // memo of a matcher masking step by step never records at once).
+        let beams = |n: &mut Matcher, mask: &mut [u32]| {
+            n.reset();
+            for (i, &t) in tokens.iter().enumerate() {
+                if i % 10 == 0 {
+                    let mut beam = n.clone();
+                    beam.fill_mask(mask);
+                    beam.commit(t).unwrap();
+                }
+                n.fill_mask(mask);
+                n.commit(t).unwrap();
+            }
+        };
+        beams(&mut n, &mut mask);
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        beams(&mut n, &mut mask);
+        let after = ALLOCATIONS.load(Ordering::Relaxed);
+        assert_eq!(
+            after - before,
+            0,
+            "{grammar}: clones over dropped buffers allocated"
         );
     }
 }

@@ -738,6 +738,177 @@ fn a_new_matcher_on_dropped_buffers_is_a_fresh_matcher() {
     );
 }
 
+/// A clone made over a dropped matcher's buffers (the engine's pool) is its original:
+/// the same bytes, rollback window and settings, whatever the dropped matcher had
+/// parsed or set, and its masks equal the reference path's at every step after
+/// (none of what the dropped matcher's walk remembered of its own stack is used).
+#[test]
+fn a_clone_on_dropped_buffers_is_its_original() {
+    let s = setup();
+    // An engine of its own, so that no other test's matchers fill its pool.
+    let engine = engine(&s.built.bytes);
+    let words = engine.mask_words();
+    let mut rng = Rng(0xc10e_d0b5);
+    for round in 0..8 {
+        let (name, _, tokens) = &s.docs[round % 2];
+        let (_, _, other) = &s.docs[(round / 2 + 1) % 2];
+        // The original, part way through its document, its settings changed.
+        let mut original = Matcher::new(engine.clone());
+        original.set_max_rollback(3 + round);
+        original.set_mask_cache_slots(1 + round % 3);
+        if round % 4 == 3 {
+            original.set_subset_walk_after(0);
+        }
+        let mut r = reference(&engine);
+        let split = 1 + rng.below(tokens.len() - 2);
+        for &t in &tokens[..split] {
+            let _ = mask_of(&mut original);
+            original.commit(t).unwrap();
+            r.commit(t).unwrap();
+        }
+        // Dropped in the middle of another document (or the same one further on),
+        // after masks that left its walk remembering its own stack.
+        let mut old = Matcher::new(engine.clone());
+        old.set_mask_cache_slots(round % 2);
+        old.set_sparse_pairs(round % 2 == 0);
+        old.set_max_rollback(usize::MAX);
+        for &t in &other[..1 + rng.below(other.len() - 1)] {
+            old.commit(t).unwrap();
+            let _ = mask_of(&mut old);
+        }
+        drop(old);
+        let pooled = engine.pooled_matchers();
+        assert!(pooled >= 1, "round {round}: nothing kept");
+        let mut copy = original.clone();
+        assert_eq!(
+            engine.pooled_matchers(),
+            pooled - 1,
+            "round {round}: not taken"
+        );
+        assert_eq!(copy.bytes_consumed(), original.bytes_consumed());
+        assert_eq!(copy.rollback_available(), original.rollback_available());
+        assert_eq!(copy.max_rollback(), original.max_rollback());
+        assert_eq!(copy.mask_cache_slots(), original.mask_cache_slots());
+        assert_eq!(copy.is_accepting(), original.is_accepting());
+        for (step, &t) in tokens.iter().enumerate().skip(split) {
+            let what = format!("round {round}, {name} step {step}");
+            let mask = mask_of(&mut copy);
+            assert_same_mask(&mask, &ref_mask_of(&mut r, words), &what);
+            if step % 5 == 0 {
+                assert!(mask == mask_of(&mut original), "{what}: the original's");
+            }
+            copy.commit(t).unwrap_or_else(|e| panic!("{what}: {e}"));
+            original.commit(t).unwrap();
+            r.commit(t).unwrap();
+        }
+        assert!(copy.is_accepting(), "round {round}: {name} is a sentence");
+        // The original's window, not the dropped matcher's unlimited one.
+        let window = copy.max_rollback();
+        assert!(copy.rollback(window + 1).is_err(), "round {round}");
+        copy.rollback(window.min(copy.rollback_available()))
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+}
+
+/// A clone over a dropped matcher's buffers uses nothing its walk remembered of the
+/// dropped matcher's stack. The walk remembers, per (stack node, automaton state),
+/// what it collected below, and a stack's nodes are numbered from its bottom: a
+/// dropped matcher nested as deep over a bottom of as many nodes remembered pairs
+/// with the clone's node numbers and automaton states (the tops read alike) but
+/// another bottom below, which decides what closing tokens such as `]]}` may follow.
+#[test]
+fn a_clone_uses_nothing_the_dropped_matchers_walk_remembered() {
+    let s = setup();
+    let engine = engine(&s.built.bytes);
+    let bottoms: [&[u8]; 8] = [
+        b"[",
+        b"{\"a\":",
+        b"[[",
+        b"{\"ab\":",
+        b"[{\"a\":",
+        b"{\"a\":[",
+        b"[1,",
+        b"{\"a\":1,\"b\":",
+    ];
+    let top: &[u8] = b"[[[[[[{\"k\":[[1";
+    let closing = b"]]}]]]]]]]";
+    for (i, old_bottom) in bottoms.iter().enumerate() {
+        for (j, bottom) in bottoms.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            // Made first, so that it does not take the dropped matcher's buffers.
+            let mut original = Matcher::new(engine.clone());
+            let mut old = Matcher::new(engine.clone());
+            for (m, bottom) in [(&mut original, bottom), (&mut old, old_bottom)] {
+                m.commit_bytes(bottom).unwrap();
+                for &b in top {
+                    m.commit_bytes(&[b]).unwrap();
+                    let _ = mask_of(m);
+                }
+            }
+            drop(old);
+            let mut copy = original.clone();
+            for (k, &b) in closing.iter().enumerate() {
+                let what = format!("dropped over {i}, cloned over {j}, {k} closed");
+                assert!(mask_of(&mut copy) == mask_of(&mut original), "{what}");
+                if original.commit_bytes(&[b]).is_err() {
+                    break;
+                }
+                copy.commit_bytes(&[b])
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+        }
+    }
+}
+
+/// The same over ambiguous stacks (C after runs of `-` signs, walked as pairs and as
+/// subsets): a clone over the buffers of a matcher dropped in another program masks
+/// as the reference does at every byte after, however much of the dropped one's
+/// stack its walk had remembered.
+#[test]
+fn a_clone_on_buffers_dropped_in_another_program_is_its_original() {
+    let e = engine(&cached("c", "bytes").bytes);
+    let source = source_reference("c", "bytes");
+    let words = e.mask_words();
+    let dropped = b"int f(int x) { return x---------------x + (x-----x)--; }";
+    let text = b"int main(void) { int a = 1; int b = a-------a; return (b---a)-- + a----b; }";
+    for split in (4..text.len()).step_by(13) {
+        for subset_after in [None, Some(0)] {
+            let mut original = Matcher::new(e.clone());
+            if let Some(pairs) = subset_after {
+                original.set_subset_walk_after(pairs);
+            }
+            let mut r = ReferenceMatcher::new(source.clone());
+            for &b in &text[..split] {
+                original.commit_bytes(&[b]).unwrap();
+                r.commit_bytes(&[b]).unwrap();
+                let _ = mask_of(&mut original);
+            }
+            let mut old = Matcher::new(e.clone());
+            for &b in &dropped[..(split * 2 / 3).min(dropped.len())] {
+                old.commit_bytes(&[b]).unwrap();
+                let _ = mask_of(&mut old);
+            }
+            drop(old);
+            let mut copy = original.clone();
+            for (i, &b) in text.iter().enumerate().skip(split) {
+                copy.commit_bytes(&[b]).unwrap();
+                r.commit_bytes(&[b]).unwrap();
+                let got = mask_of(&mut copy);
+                let want = ref_mask_of(&mut r, words);
+                assert!(
+                    got == want,
+                    "cloned at byte {split} ({subset_after:?}), byte {i} ({:?}): masks differ at {:?}",
+                    String::from_utf8_lossy(&text[..=i]),
+                    mask_diff(&got, &want)
+                );
+            }
+            assert!(copy.is_accepting());
+        }
+    }
+}
+
 /// Masks served from a matcher's cache of recent masks equal the masks computed
 /// afresh, with any number of slots (1 evicts at almost every distinct mask), at
 /// every step of real documents and after rollbacks that revisit earlier states; and

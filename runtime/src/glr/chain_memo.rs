@@ -76,12 +76,18 @@ impl ChainMemo {
             || self.pairs.len() > MAX_PAIRS
             || self.weights.len() > MAX_WEIGHTS
         {
-            self.pairs.clear();
-            self.chains.clear();
-            self.weights.clear();
-            self.horizon = 0;
+            self.forget();
         }
         self.pending.clear();
+    }
+
+    /// Forgets every remembered node, keeping the buffers: for a walk taken over by a
+    /// matcher whose stack is another one's.
+    pub fn forget(&mut self) {
+        self.pairs.clear();
+        self.chains.clear();
+        self.weights.clear();
+        self.horizon = 0;
     }
 
     /// Called after each walk with the GSS's node count.

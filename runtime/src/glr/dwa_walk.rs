@@ -105,6 +105,19 @@ impl DwaWalk {
         }
     }
 
+    /// The settings of `other` (as [`DwaWalk::with_empty_buffers`] copies them), the
+    /// buffers and the stored masks kept, and nothing remembered of any stack: a
+    /// walk taken over by a clone of `other`'s matcher (`matcher_pool`). The stored
+    /// masks stay exact: each is the union of the token sets its key lists, a function
+    /// of the engine alone, and a pool serves one engine.
+    pub fn adopt_settings_of(&mut self, other: &DwaWalk) {
+        self.cache.set_slots(other.cache.slots());
+        self.subset_after = other.subset_after;
+        self.chunks_only = other.chunks_only;
+        self.no_dense_unions = other.no_dense_unions;
+        self.memo.forget();
+    }
+
     /// Every setting back to its default (mask cache slots, subset walk switch,
     /// sparse pairs, dense unions), the buffers and the stored masks kept: a walk
     /// taken over by a new matcher of the same engine (`matcher_pool`).

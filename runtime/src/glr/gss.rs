@@ -45,6 +45,14 @@ impl Gss {
         self.low_water = 0;
     }
 
+    /// Becomes a copy of `source` in these arenas (no allocation once they are as
+    /// large).
+    pub fn copy_from(&mut self, source: &Gss) {
+        self.nodes.clone_from(&source.nodes);
+        self.edges.clone_from(&source.edges);
+        self.low_water = source.low_water;
+    }
+
     /// Keeps the first `nodes` nodes and `edges` edges.
     pub fn truncate(&mut self, nodes: usize, edges: usize) {
         self.nodes.truncate(nodes);

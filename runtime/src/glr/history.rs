@@ -63,6 +63,14 @@ impl Clone for History {
     }
 }
 
+impl History {
+    /// What `clone` copies of `source` (when the next rebuild is due), the scratch
+    /// buffers kept.
+    pub fn continue_from(&mut self, source: &History) {
+        self.kept = source.kept;
+    }
+}
+
 impl GlrState {
     /// Forgets the bytes before byte `pos` of the input: [`GlrState::pop_bytes`] will
     /// not undo past it. Cheap to call after every commit: the arenas are rebuilt only

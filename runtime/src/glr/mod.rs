@@ -509,6 +509,26 @@ impl Clone for GlrState {
             step_heads: Vec::new(),
         }
     }
+
+    /// What [`Clone::clone`] makes, in these buffers: no allocation once they are as
+    /// large as `source`'s (a matcher's clone over a dropped matcher's buffers). The
+    /// scratch buffers are kept as they are: every step clears what it reads.
+    fn clone_from(&mut self, source: &Self) {
+        self.gss.copy_from(&source.gss);
+        self.heads.clone_from(&source.heads);
+        self.groups.clone_from(&source.groups);
+        self.frames.clone_from(&source.frames);
+        self.marks.clone_from(&source.marks);
+        self.base = source.base;
+        self.history.continue_from(&source.history);
+        self.max_step_work = source.max_step_work;
+        self.over_work_limit.set(source.over_work_limit.get());
+        self.scratch.continue_from(&source.scratch);
+        self.accept_scratch
+            .get_mut()
+            .0
+            .continue_from(&StepScratch::default());
+    }
 }
 
 /// A [`GlrState`] bound to its tables: the [`crate::ByteRecognizer`] view.

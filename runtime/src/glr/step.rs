@@ -79,6 +79,14 @@ impl StepScratch {
             ..Default::default()
         }
     }
+
+    /// What [`StepScratch::fresh`] copies of `source`, in these buffers (every step
+    /// clears the buffers it reads before reading them).
+    pub(crate) fn continue_from(&mut self, source: &StepScratch) {
+        self.effort = source.effort;
+        self.effort_limit = source.effort_limit;
+        self.exceeded = false;
+    }
 }
 
 /// A value of `StepScratch::effort` past which steps give up; none by default.
