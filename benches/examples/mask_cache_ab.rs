@@ -4,15 +4,15 @@
 //! ```sh
 //! cargo run --release -p stackmask-benches --example mask_cache_ab -- json 8 16 0
 //! cargo run --release -p stackmask-benches --example mask_cache_ab -- c 8 8c   # sparse sets as chunks
-//! cargo run --release -p stackmask-benches --example mask_cache_ab -- c 8 8u   # no kept dense unions
+//! cargo run --release -p stackmask-benches --example mask_cache_ab -- c 8 8u   # no kept unions (dense sets' and whole masks')
 //! ```
 //!
 //! `stackmask bench` runs one configuration at a time, and on a shared 2-core VM two
 //! runs of one binary a minute apart can differ by 2× at every percentile. Here one
 //! matcher per setting replays the standard workload's documents (`json` or `c`, then
 //! mask-cache slot counts, each with `c` after it for sparse token sets OR-ed as whole
-//! chunks: `Matcher::set_sparse_pairs`, or `u` for dense token sets OR-ed each time
-//! instead of copied as the union the engine keeps: `Matcher::set_dense_unions`), all
+//! chunks: `Matcher::set_sparse_pairs`, or `u` for masks and dense token sets OR-ed each
+//! time instead of copied as the unions the engine keeps: `Matcher::set_kept_unions`), all
 //! in the same loop: at every step each matcher fills its
 //! mask and commits the token, in an order rotated from step to step (the first to
 //! read a token set pays its cache misses, the others find it warm). Each step's time
@@ -31,7 +31,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let grammar = args.next().unwrap_or_else(|| "json".to_string());
     // A setting: a slot count, then `c` for sparse token sets OR-ed as chunks or `u`
-    // for no kept dense unions.
+    // for no kept unions (module `glr::kept_unions`).
     let slots: Vec<String> = args.collect();
     let slots = if slots.is_empty() {
         vec!["8".to_string(), "0".to_string()]
@@ -53,7 +53,7 @@ fn main() {
                     .expect("settings are slot counts, then one of `c`, `u` or neither"),
             );
             m.set_sparse_pairs(!s.ends_with('c'));
-            m.set_dense_unions(!s.ends_with('u'));
+            m.set_kept_unions(!s.ends_with('u'));
             m
         })
         .collect();

@@ -58,7 +58,7 @@ fn main() {
                 .sum();
             let us = per_call_us(|| dwa.or_weight(w, black_box(&mut mask)));
             // The two ways a mask not kept in the cache starts from its largest weight
-            // (`dense_unions::write_union`): zeroed then OR-ed, or written.
+            // (`kept_unions::write_union`): zeroed then OR-ed, or written.
             let zero_or = per_call_us(|| {
                 black_box(&mut mask).fill(0);
                 dwa.or_weight(w, black_box(&mut mask));

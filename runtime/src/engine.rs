@@ -165,8 +165,9 @@ pub struct Engine {
     reference: OnceLock<Result<Arc<ReferenceEngine>, String>>,
     /// Sparse weights as (word, bits) pairs, made on first use (module `glr::sparse_weights`).
     sparse_weights: crate::glr::SparseWeights,
-    /// Unions of dense weights, kept on first use (module `glr::dense_unions`).
-    dense_unions: crate::glr::DenseUnions,
+    /// Unions of dense weights and whole masks, kept on first use (module
+    /// `glr::kept_unions`).
+    kept_unions: crate::glr::KeptUnions,
     /// Buffers of dropped matchers, for the next ones (module `matcher_pool`).
     matcher_pool: crate::matcher_pool::MatcherPool,
 }
@@ -412,7 +413,7 @@ impl Engine {
             vocab: vocab_part,
             reference: OnceLock::new(),
             sparse_weights: Default::default(),
-            dense_unions: Default::default(),
+            kept_unions: Default::default(),
             matcher_pool: Default::default(),
         })
     }
@@ -477,8 +478,8 @@ impl Engine {
 
     /// The unions of dense weights kept so far, shared by this engine's matchers.
     #[inline]
-    pub(crate) fn dense_unions(&self) -> &crate::glr::DenseUnions {
-        &self.dense_unions
+    pub(crate) fn kept_unions(&self) -> &crate::glr::KeptUnions {
+        &self.kept_unions
     }
 
     /// Buffers of dropped matchers, kept for the next ones.

@@ -112,15 +112,16 @@ impl Matcher {
         self.walk.set_sparse_pairs(on);
     }
 
-    /// Sets whether a mask's dense token sets (those not OR-ed as pairs: a quarter or
-    /// more of the words they cover are nonzero, like C's sets that span the whole
-    /// vocabulary) are copied as one union that the engine keeps for the next mask
-    /// with the same ones (the default, with sparse pairs on), or written and OR-ed
-    /// each time. The engine keeps at most [`crate::glr::MAX_DENSE_UNION_BYTES`] of
-    /// them, shared by its matchers. Only speed differs; for A/B measurements. Clones
-    /// keep the setting.
-    pub fn set_dense_unions(&mut self, on: bool) {
-        self.walk.set_dense_unions(on);
+    /// Sets whether masks use the unions the engine keeps for its matchers (the
+    /// default, with sparse pairs on): a mask of many chunks that missed this
+    /// matcher's cache is copied whole when any matcher of the engine made it before,
+    /// and a mask's dense token sets (those not OR-ed as pairs: a quarter or more of
+    /// the words they cover are nonzero, like C's sets that span the whole
+    /// vocabulary) as one union; or whether every mask is written and OR-ed. The
+    /// engine keeps at most [`crate::glr::MAX_KEPT_UNION_BYTES`] of unions. Only speed
+    /// differs; for A/B measurements. Clones keep the setting.
+    pub fn set_kept_unions(&mut self, on: bool) {
+        self.walk.set_kept_unions(on);
     }
 
     /// How many recent masks the matcher keeps ([`Matcher::set_mask_cache_slots`]).
@@ -230,7 +231,7 @@ impl Matcher {
             low_water,
             &self.engine.parser_dwa(),
             self.engine.sparse_weights(),
-            self.engine.dense_unions(),
+            self.engine.kept_unions(),
             &mut mask[..words],
         ) {
             // A boundary the compiler left to the trie walk (past its budget).

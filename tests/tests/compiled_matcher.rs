@@ -671,7 +671,7 @@ fn a_new_matcher_on_dropped_buffers_is_a_fresh_matcher() {
         old.set_mask_cache_slots(round % 2);
         old.set_subset_walk_after(0);
         old.set_sparse_pairs(false);
-        old.set_dense_unions(false);
+        old.set_kept_unions(false);
         old.set_max_rollback(round);
         for &t in &other[..1 + rng.below(other.len() - 1)] {
             old.commit(t).unwrap();

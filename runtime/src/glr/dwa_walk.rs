@@ -24,8 +24,8 @@
 //! get there and keep the pair walk's few nanoseconds a level.
 
 use super::chain_memo::{ChainMemo, Cont};
-use super::dense_unions::DenseUnions;
 use super::gss::{Gss, NONE};
+use super::kept_unions::KeptUnions;
 use super::mask_cache::{MaskCache, WeightForms};
 use super::pair_set::PairSet;
 use super::sparse_weights::SparseWeights;
@@ -78,8 +78,8 @@ pub(crate) struct DwaWalk {
     /// Every weight OR-ed as chunks, none as pairs (module `sparse_weights`).
     chunks_only: bool,
     /// Dense weights OR-ed each time, not copied from the engine's kept unions
-    /// (module `dense_unions`).
-    no_dense_unions: bool,
+    /// (module `kept_unions`).
+    no_kept_unions: bool,
 }
 
 /// Adds weight `w` (0: none) to `weights` unless this walk collected it already.
@@ -100,7 +100,7 @@ impl DwaWalk {
             cache: self.cache.clone(),
             subset_after: self.subset_after,
             chunks_only: self.chunks_only,
-            no_dense_unions: self.no_dense_unions,
+            no_kept_unions: self.no_kept_unions,
             ..DwaWalk::default()
         }
     }
@@ -114,7 +114,7 @@ impl DwaWalk {
         self.cache.set_slots(other.cache.slots());
         self.subset_after = other.subset_after;
         self.chunks_only = other.chunks_only;
-        self.no_dense_unions = other.no_dense_unions;
+        self.no_kept_unions = other.no_kept_unions;
         self.memo.forget();
     }
 
@@ -125,7 +125,7 @@ impl DwaWalk {
         self.cache.set_slots(super::DEFAULT_MASK_CACHE_SLOTS);
         self.subset_after = SubsetAfter::default();
         self.chunks_only = false;
-        self.no_dense_unions = false;
+        self.no_kept_unions = false;
     }
 
     /// Sets how many pairs a walk steps before it starts over as a subset walk (0:
@@ -143,14 +143,14 @@ impl DwaWalk {
     /// Whether a mask's dense weights are copied as one union the engine keeps (the
     /// default; only with sparse pairs on) or written and OR-ed each time. Masks are
     /// the same either way.
-    pub fn set_dense_unions(&mut self, on: bool) {
-        self.no_dense_unions = !on;
+    pub fn set_kept_unions(&mut self, on: bool) {
+        self.no_kept_unions = !on;
     }
 
     /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
     /// is cleared first and must have the Parser DWA's validated width. `low_water`
     /// is the state's [`GlrState::take_gss_low_water`], taken right before; `sparse`
-    /// and `dense` are the engine's (modules `sparse_weights`, `dense_unions`). Returns
+    /// and `dense` are the engine's (modules `sparse_weights`, `kept_unions`). Returns
     /// `false`, with `mask` unspecified, if a group in progress is at a boundary the
     /// compiler left to the token-trie walk ([`ParserDwa::FALLBACK`]).
     pub fn fill(
@@ -159,7 +159,7 @@ impl DwaWalk {
         low_water: u32,
         dwa: &ParserDwaRef<'_>,
         sparse: &SparseWeights,
-        dense: &DenseUnions,
+        dense: &KeptUnions,
         mask: &mut [u32],
     ) -> bool {
         self.memo.begin(low_water);
@@ -278,7 +278,7 @@ impl DwaWalk {
         let (collected, walk) = (&self.collected, self.walk);
         let forms = WeightForms {
             sparse: (!self.chunks_only).then_some(sparse),
-            dense: (!self.no_dense_unions).then_some(dense),
+            dense: (!self.no_kept_unions).then_some(dense),
         };
         self.cache.write(
             dwa,

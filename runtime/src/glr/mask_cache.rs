@@ -11,8 +11,13 @@
 //! of them (the walk marks what it collected, so this needs no sorting: sorting a C
 //! mask's 40-odd ids was up to a quarter of a warm hit, `mask_floor` on `linked_list.c`
 //! 1.52–1.57 µs with the sort, 1.13–1.16 without).
+//!
+//! A mask of [`MIN_KEPT_CHUNKS`] chunks or more that misses here is looked up (by its
+//! sorted ids) in the unions the engine keeps for all its matchers, made and kept
+//! there the first time (module `kept_unions`), and stored here too: a hit here
+//! needs no sort and copies from a buffer placed for the copy.
 
-use super::dense_unions::{self, DenseUnions};
+use super::kept_unions::{self, KeptUnions};
 use super::sparse_weights::{self, SparseWeights};
 use stackmask_formats::ParserDwaRef;
 
@@ -22,14 +27,23 @@ pub const DEFAULT_MASK_CACHE_SLOTS: usize = 8;
 /// Chunks below which OR-ing a mask costs about what copying a stored one does.
 const MIN_CHUNKS: usize = 64;
 
+/// Chunks from which a mask is worth a copy in the engine's kept unions. Chosen on
+/// `stackmask bench` (C and JSON × o200k_base, 2026-12-02, alternating with the
+/// binary without): at 64, JSON's p99 rose by a fifth (its masks of 64–128 chunks OR
+/// about as fast as the kept copy, its sort and the copy into a slot); at 256, C's
+/// gain was gone; at 128, C's p50 −10–30% and p99 −15–35%, JSON's p90 and p99 lower.
+const MIN_KEPT_CHUNKS: usize = 128;
+
 /// A small least-recently-used set of masks; see the module docs.
 #[derive(Debug)]
 pub(crate) struct MaskCache {
     slots: Vec<Slot>,
     max_slots: usize,
     clock: u64,
-    /// Scratch for the dense weights of a mask (module `dense_unions`).
+    /// Scratch for the dense weights of a mask (module `kept_unions`).
     dense: Vec<u32>,
+    /// Scratch for a mask's weights, sorted: its key in the engine's kept unions.
+    key: Vec<u32>,
 }
 
 #[derive(Debug)]
@@ -80,6 +94,7 @@ impl Default for MaskCache {
             max_slots: DEFAULT_MASK_CACHE_SLOTS,
             clock: 0,
             dense: Vec::new(),
+            key: Vec::new(),
         }
     }
 }
@@ -134,7 +149,30 @@ impl MaskCache {
             mask.copy_from_slice(slot.mask(mask.len()));
             return;
         }
-        or_all(dwa, forms, weights, &mut self.dense, mask);
+        let mut kept = false;
+        if let (Some(unions), 2.., true) = (forms.dense, weights.len(), chunks >= MIN_KEPT_CHUNKS) {
+            // The whole mask, from the engine's kept unions: made the first time any
+            // matcher of the engine needs it (its dense weights OR-ed there, not
+            // copied from a kept union: the table is being set), then copied.
+            self.key.clear();
+            self.key.extend_from_slice(weights);
+            self.key.sort_unstable();
+            let dense = &mut self.dense;
+            let made = WeightForms {
+                dense: None,
+                ..forms
+            };
+            kept = unions.write_kept(
+                &self.key,
+                mask,
+                || true,
+                |words| or_all(dwa, made, weights, dense, words),
+            );
+        }
+        if !kept {
+            or_all(dwa, forms, weights, &mut self.dense, mask);
+        }
+        // Stored here too: a hit here costs no sort and copies from a placed buffer.
         let slot = if self.slots.len() < self.max_slots {
             // Allocates while the cache warms up, never after.
             self.slots.push(Slot {
@@ -158,17 +196,17 @@ impl MaskCache {
 }
 
 /// How a matcher writes the union of its weights: what the engine keeps to make it
-/// cheaper (module docs of `sparse_weights` and `dense_unions`). `None` for either:
+/// cheaper (module docs of `sparse_weights` and `kept_unions`). `None` for either:
 /// not used, for A/B measurements.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WeightForms<'e> {
     pub sparse: Option<&'e SparseWeights>,
-    pub dense: Option<&'e DenseUnions>,
+    pub dense: Option<&'e KeptUnions>,
 }
 
 /// `mask` = the union of `weights` (distinct ids). With sparse pairs, the dense
 /// weights' union is written first (copied from the engine's kept unions when there
-/// are two or more, module `dense_unions`), then the sparse ones are OR-ed over it as
+/// are two or more, module `kept_unions`), then the sparse ones are OR-ed over it as
 /// pairs; without, every weight as chunks. `dense` is scratch for the dense ids.
 fn or_all(
     dwa: &ParserDwaRef<'_>,
@@ -178,7 +216,7 @@ fn or_all(
     mask: &mut [u32],
 ) {
     let Some(sparse) = forms.sparse else {
-        dense_unions::write_union(dwa, weights, mask);
+        kept_unions::write_union(dwa, weights, mask);
         return;
     };
     dense.clear();
@@ -193,7 +231,7 @@ fn or_all(
             dense.sort_unstable();
             unions.write(dwa, dense, mask);
         }
-        _ => dense_unions::write_union(dwa, dense, mask),
+        _ => kept_unions::write_union(dwa, dense, mask),
     }
     for &w in weights {
         if let Some(pairs) = sparse.pairs(dwa, w) {

@@ -20,21 +20,21 @@
 //! not the length of the input.
 
 mod chain_memo;
-mod dense_unions;
 mod dwa_walk;
 mod gss;
 mod history;
 mod id_sets;
+mod kept_unions;
 mod mask_cache;
 mod pair_set;
 mod sparse_weights;
 mod step;
 mod subset_walk;
 
-pub(crate) use dense_unions::DenseUnions;
-pub use dense_unions::MAX_DENSE_UNION_BYTES;
 pub(crate) use dwa_walk::DwaWalk;
 pub use dwa_walk::SUBSET_WALK_AFTER;
+pub(crate) use kept_unions::KeptUnions;
+pub use kept_unions::MAX_KEPT_UNION_BYTES;
 pub use mask_cache::DEFAULT_MASK_CACHE_SLOTS;
 pub(crate) use sparse_weights::SparseWeights;
 

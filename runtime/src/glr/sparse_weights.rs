@@ -11,7 +11,7 @@
 //! much: the weight sets of the largest first-seen masks of `stackmask bench`'s C traces,
 //! zeroed and OR-ed in a loop, took 12.4 → 8.7 and 11.6 → 7.2 µs (2026-11-30); what is
 //! left is mostly their half-dozen dense sets, whose unions the engine keeps (module
-//! `dense_unions`).
+//! `kept_unions`).
 //!
 //! Made per engine on first use (the scan costs about one OR of the chunks), shared by
 //! its matchers, never changed after: a weight's pairs are a pure function of the

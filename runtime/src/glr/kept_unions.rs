@@ -1,4 +1,5 @@
-//! Unions of dense token sets, kept per engine for the next mask that ORs the same ones.
+//! Unions of token sets, kept per engine for the next mask that ORs the same ones:
+//! unions of a mask's dense sets, and whole masks that cost many chunks to OR.
 //!
 //! "Dense" means not kept as (word, bits) pairs (module `sparse_weights`): a quarter or
 //! more of the words its chunks cover are nonzero. Why: the masks that miss a matcher's
@@ -10,12 +11,19 @@
 //! the same pass. A mask whose combination is kept copies one union instead of writing
 //! one set and OR-ing the others over it.
 //!
+//! Whole masks, for the same reason one level up: those 18,445 misses (in a later
+//! run) were of only 532 distinct masks, none seen once, so a mask of
+//! `mask_cache::MIN_KEPT_CHUNKS` chunks or more that one matcher made is copied by
+//! every matcher after it (`MaskCache::write`). Both kinds share
+//! one table: a key is the sorted ids of the weights whose union the slot holds,
+//! whichever kind of mask asked for it.
+//!
 //! Shared by an engine's matchers, like the sparse pairs: a union is a pure function
 //! of the mapped artifact and its key (the sorted weight ids, compared whole, never by
 //! hash alone), so which thread makes it does not matter, and a kept union is never
 //! changed or dropped. A slot is a [`OnceLock`], set once: reading a set slot takes no
 //! lock, and a thread that finds a slot being set waits for that one union. The memory
-//! is bounded ([`MAX_DENSE_UNION_BYTES`] of unions, plus the table of [`SLOTS`] slots);
+//! is bounded ([`MAX_KEPT_UNION_BYTES`] of unions, plus the table of [`SLOTS`] slots);
 //! past the bound, or when a key's [`PROBES`] slots hold other unions, masks are
 //! OR-ed as before.
 
@@ -23,13 +31,14 @@ use stackmask_formats::ParserDwaRef;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-/// Bytes of unions (their words and keys) one engine keeps at most: 335 unions of a
-/// 200k-token mask (25 KB each), more for smaller vocabularies up to [`SLOTS`].
-pub const MAX_DENSE_UNION_BYTES: usize = 8 << 20;
+/// Bytes of unions (their words and keys) one engine keeps at most: 670 unions of a
+/// 200k-token mask (25 KB each), more for smaller vocabularies up to [`SLOTS`]. C ×
+/// `o200k_base`'s traces need 532 whole masks and 133 dense unions.
+pub const MAX_KEPT_UNION_BYTES: usize = 16 << 20;
 
-/// Slots of the table (a power of two; about 40 bytes each before they are set): a key
-/// hashes to a home slot and looks at it and the [`PROBES`]` - 1` after it.
-const SLOTS: usize = 1024;
+/// Slots of the table (a power of two; about 40 bytes each, 80 KB, made on first
+/// use): a key hashes to a home slot and looks at it and the [`PROBES`]` - 1` after it.
+const SLOTS: usize = 2048;
 
 /// Slots looked at per key before the union is OR-ed without being kept.
 const PROBES: usize = 8;
@@ -60,28 +69,28 @@ struct Union {
 
 /// The kept unions of one engine; see the module docs.
 #[derive(Debug)]
-pub(crate) struct DenseUnions {
+pub(crate) struct KeptUnions {
     slots: OnceLock<Box<[OnceLock<Union>]>>,
     /// Bytes taken or reserved by unions, at most `max_bytes`.
     bytes: AtomicUsize,
-    /// [`MAX_DENSE_UNION_BYTES`], [`SLOTS`] and [`PROBES`], but in tests.
+    /// [`MAX_KEPT_UNION_BYTES`], [`SLOTS`] and [`PROBES`], but in tests.
     max_bytes: usize,
     slot_count: usize,
     probes: usize,
 }
 
-impl Default for DenseUnions {
+impl Default for KeptUnions {
     fn default() -> Self {
-        DenseUnions::with_limits(MAX_DENSE_UNION_BYTES, SLOTS, PROBES)
+        KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, SLOTS, PROBES)
     }
 }
 
-impl DenseUnions {
+impl KeptUnions {
     /// A table of `slot_count` slots (a power of two), `probes` looked at per key, and
     /// at most `max_bytes` of unions.
     fn with_limits(max_bytes: usize, slot_count: usize, probes: usize) -> Self {
         debug_assert!(slot_count.is_power_of_two() && probes <= slot_count);
-        DenseUnions {
+        KeptUnions {
             slots: OnceLock::new(),
             bytes: AtomicUsize::new(0),
             max_bytes,
@@ -94,39 +103,67 @@ impl DenseUnions {
     /// (sorted, distinct): a copy of the kept union, or, the first time, the union
     /// made and kept if it is worth keeping and there is room.
     pub fn write(&self, dwa: &ParserDwaRef<'_>, key: &[u32], mask: &mut [u32]) {
+        let width = mask.len();
+        let kept = self.write_kept(
+            key,
+            mask,
+            || worth_keeping(dwa, key, width),
+            |words| write_union(dwa, key, words),
+        );
+        if !kept {
+            write_union(dwa, key, mask);
+        }
+    }
+
+    /// Sets `mask` (the validated mask width) to the kept union of the weights `key`
+    /// (sorted, distinct), or, the first time, to the union `make` writes, kept if
+    /// `worth()` and there is room: `true`. `false`, with `mask` unchanged, when the
+    /// union is not kept (then the caller makes it without keeping it).
+    pub fn write_kept(
+        &self,
+        key: &[u32],
+        mask: &mut [u32],
+        worth: impl FnOnce() -> bool,
+        make: impl FnOnce(&mut [u32]),
+    ) -> bool {
         debug_assert!(key.windows(2).all(|p| p[0] < p[1]), "sorted, distinct");
         let slots = self
             .slots
             .get_or_init(|| (0..self.slot_count).map(|_| OnceLock::new()).collect());
         let home = hash(key);
+        let (mut worth, mut make) = (Some(worth), Some(make));
         for probe in 0..self.probes {
             let slot = &slots[home.wrapping_add(probe) & (self.slot_count - 1)];
             let union = match slot.get() {
                 Some(union) => union,
                 // Only here, not before probing: a key not worth keeping is never in
                 // the table, and a hit need not read every chunk of its sets.
-                None if !worth_keeping(dwa, key, mask.len()) => break,
-                None => match self.set_slot(slot, dwa, key, mask.len()) {
+                None if !worth.take().is_some_and(|w| w()) => break,
+                None => match make
+                    .take()
+                    .and_then(|make| self.set_slot(slot, key, mask.len(), make))
+                {
                     Some(union) => union,
                     None => break,
                 },
             };
             if *union.key == *key && union.words.len() == mask.len() {
                 mask.copy_from_slice(&union.words);
-                return;
+                return true;
             }
         }
-        write_union(dwa, key, mask);
+        false
     }
 
-    /// Sets `slot` to the union of `key` at mask width `width` unless another thread
-    /// has, reserving its bytes first: the slot's union, or `None` if there is no room.
+    /// Sets `slot` to the union of `key` at mask width `width`, as `make` writes it,
+    /// unless another thread has, reserving its bytes first: the slot's union, or
+    /// `None` if there is no room.
     fn set_slot<'s>(
         &self,
         slot: &'s OnceLock<Union>,
-        dwa: &ParserDwaRef<'_>,
         key: &[u32],
         width: usize,
+        make: impl FnOnce(&mut [u32]),
     ) -> Option<&'s Union> {
         let bytes = 4 * (width + key.len());
         // A plain load first: once the table is full every mask not kept comes here,
@@ -145,7 +182,7 @@ impl DenseUnions {
             made = true;
             // Allocates once per kept union (the engine warming up).
             let mut words = vec![0; width].into_boxed_slice();
-            write_union(dwa, key, &mut words);
+            make(&mut words);
             Union {
                 key: key.into(),
                 words,
@@ -271,14 +308,14 @@ mod tests {
         mask
     }
 
-    fn write(unions: &DenseUnions, owned: &ParserDwa, key: &[u32]) -> Vec<u32> {
+    fn write(unions: &KeptUnions, owned: &ParserDwa, key: &[u32]) -> Vec<u32> {
         let mut mask = vec![0xdead_beef; W as usize];
         unions.write(&owned.view(), key, &mut mask);
         mask
     }
 
     /// Writes every key's union `rounds` times over, each equal to the naive union.
-    fn write_exact(unions: &DenseUnions, owned: &ParserDwa, keys: &[Vec<u32>], rounds: usize) {
+    fn write_exact(unions: &KeptUnions, owned: &ParserDwa, keys: &[Vec<u32>], rounds: usize) {
         for round in 0..rounds {
             for key in keys {
                 assert_eq!(
@@ -316,8 +353,8 @@ mod tests {
         // slots (a union found in a slot is another key's), the first four worth
         // keeping are kept and the others OR-ed each time.
         for (unions, kept) in [
-            (DenseUnions::default(), worth.len()),
-            (DenseUnions::with_limits(MAX_DENSE_UNION_BYTES, 4, 4), 4),
+            (KeptUnions::default(), worth.len()),
+            (KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, 4, 4), 4),
         ] {
             write_exact(&unions, &owned, &keys, 3);
             assert_eq!(unions.kept(), kept);
@@ -326,10 +363,53 @@ mod tests {
         }
     }
 
+    /// A whole mask (`write_kept`, as a matcher's cache asks for one): made by its
+    /// caller's `make` the first time, then copied without making it again; not kept,
+    /// with the mask untouched, when not worth it or past the byte bound.
+    #[test]
+    fn a_kept_mask_is_made_once_then_copied_and_an_unkept_one_left_alone() {
+        let owned = dwa(40);
+        let unions = KeptUnions::with_limits(per_union(3) * 2, SLOTS, PROBES);
+        let write_kept = |key: &[u32], worth: bool, make: &dyn Fn(&mut [u32])| {
+            let mut mask = vec![0xdead_beef; W as usize];
+            let kept = unions.write_kept(key, &mut mask, || worth, make);
+            (kept, mask)
+        };
+        let made = std::cell::Cell::new(0);
+        let make = |key: &'static [u32]| {
+            let (made, owned) = (&made, &owned);
+            move |words: &mut [u32]| {
+                made.set(made.get() + 1);
+                write_union(&owned.view(), key, words);
+            }
+        };
+        for round in 0..3 {
+            let (kept, mask) = write_kept(&[1, 3, 6], true, &make(&[1, 3, 6]));
+            assert!(kept, "round {round}");
+            assert_eq!(mask, naive(&[1, 3, 6]), "round {round}");
+            assert_eq!(made.get(), 1, "made once, copied in round {round}");
+        }
+        // Not worth keeping: nothing made, the mask left to the caller.
+        let (kept, mask) = write_kept(&[2, 5, 7], false, &make(&[2, 5, 7]));
+        assert!(!kept);
+        assert_eq!(mask, vec![0xdead_beef; W as usize]);
+        assert_eq!(made.get(), 1);
+        // Room for one more, then none.
+        assert!(write_kept(&[2, 5, 7], true, &make(&[2, 5, 7])).0);
+        let (kept, mask) = write_kept(&[4, 9, 10], true, &make(&[4, 9, 10]));
+        assert!(!kept, "past the byte bound");
+        assert_eq!(mask, vec![0xdead_beef; W as usize]);
+        assert_eq!(made.get(), 2);
+        assert_eq!(unions.kept(), 2);
+        // A dense union with the same ids as a kept mask is that mask.
+        assert_eq!(write(&unions, &owned, &[1, 3, 6]), naive(&[1, 3, 6]));
+        assert_eq!(made.get(), 2);
+    }
+
     #[test]
     fn unions_of_small_sets_are_made_and_not_kept() {
         let owned = dwa(40);
-        let unions = DenseUnions::default();
+        let unions = KeptUnions::default();
         // 8- and 16-word sets: the rest covers under an eighth of the mask.
         for key in [vec![3, 7], vec![7, 11, 15], vec![1, 5], vec![1, 3, 5]] {
             assert_eq!(write(&unions, &owned, &key), naive(&key), "{key:?}");
@@ -343,7 +423,7 @@ mod tests {
     #[test]
     fn past_the_byte_bound_unions_are_made_and_not_kept() {
         let owned = dwa(40);
-        let unions = DenseUnions::with_limits(per_union(2) * 5 / 2, SLOTS, PROBES);
+        let unions = KeptUnions::with_limits(per_union(2) * 5 / 2, SLOTS, PROBES);
         let keys: Vec<Vec<u32>> = (1..=10).map(|a| vec![4 * a - 2, 4 * a]).collect();
         write_exact(&unions, &owned, &keys, 2);
         assert_eq!(unions.kept(), 2);
@@ -353,7 +433,7 @@ mod tests {
     #[test]
     fn threads_making_the_same_unions_at_once_get_them_exact_and_kept_once() {
         let owned = dwa(40);
-        let unions = DenseUnions::default();
+        let unions = KeptUnions::default();
         let keys: Vec<Vec<u32>> = (1..40).map(|a| vec![a, a + 1]).collect();
         let start = Barrier::new(4);
         std::thread::scope(|scope| {
@@ -384,7 +464,7 @@ mod tests {
     #[test]
     fn a_slot_another_thread_set_first_keeps_its_union_and_takes_no_more_bytes() {
         let owned = dwa(40);
-        let unions = DenseUnions::default();
+        let unions = KeptUnions::default();
         // What a thread finds when another set the slot between its look and its set.
         let slot = OnceLock::new();
         slot.set(Union {
@@ -393,7 +473,9 @@ mod tests {
         })
         .unwrap();
         let union = unions
-            .set_slot(&slot, &owned.view(), &[6, 8], W as usize)
+            .set_slot(&slot, &[6, 8], W as usize, |words| {
+                write_union(&owned.view(), &[6, 8], words)
+            })
             .expect("room");
         assert_eq!(*union.key, [2, 4]);
         assert_eq!(unions.bytes.load(Ordering::Relaxed), 0);
@@ -402,7 +484,7 @@ mod tests {
     #[test]
     fn past_the_slots_a_key_probes_unions_are_made_and_not_kept() {
         let owned = dwa(60);
-        let unions = DenseUnions::default();
+        let unions = KeptUnions::default();
         // More keys than the table has slots: every answer stays exact, and the bytes
         // are those of the unions kept.
         let mut keys = Vec::new();
