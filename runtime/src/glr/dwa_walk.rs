@@ -77,8 +77,8 @@ pub(crate) struct DwaWalk {
     subset_after: SubsetAfter,
     /// Every weight OR-ed as chunks, none as pairs (module `sparse_weights`).
     chunks_only: bool,
-    /// Dense weights OR-ed each time, not copied from the engine's kept unions
-    /// (module `kept_unions`).
+    /// Masks and their dense weights OR-ed each time, not copied from the engine's
+    /// kept unions (module `kept_unions`).
     no_kept_unions: bool,
 }
 
@@ -93,7 +93,7 @@ fn collect(collected: &mut [u32], walk: u32, weights: &mut Vec<u32>, w: u32) {
 
 impl DwaWalk {
     /// A walk with the same settings (mask cache size, subset walk switch, sparse
-    /// pairs, dense unions) and empty buffers, for a matcher's clone: buffers warm on
+    /// pairs, kept unions) and empty buffers, for a matcher's clone: buffers warm on
     /// the clone's first mask.
     pub fn with_empty_buffers(&self) -> DwaWalk {
         DwaWalk {
@@ -119,7 +119,7 @@ impl DwaWalk {
     }
 
     /// Every setting back to its default (mask cache slots, subset walk switch,
-    /// sparse pairs, dense unions), the buffers and the stored masks kept: a walk
+    /// sparse pairs, kept unions), the buffers and the stored masks kept: a walk
     /// taken over by a new matcher of the same engine (`matcher_pool`).
     pub fn reset_settings(&mut self) {
         self.cache.set_slots(super::DEFAULT_MASK_CACHE_SLOTS);
@@ -140,9 +140,9 @@ impl DwaWalk {
         self.chunks_only = !on;
     }
 
-    /// Whether a mask's dense weights are copied as one union the engine keeps (the
-    /// default; only with sparse pairs on) or written and OR-ed each time. Masks are
-    /// the same either way.
+    /// Whether masks of many chunks and a mask's dense weights are copied from the
+    /// unions the engine keeps (the default; dense unions only with sparse pairs on) or written and
+    /// OR-ed each time. Masks are the same either way.
     pub fn set_kept_unions(&mut self, on: bool) {
         self.no_kept_unions = !on;
     }
@@ -150,7 +150,7 @@ impl DwaWalk {
     /// Writes the mask of `state` (lexemes in progress and the GSS) into `mask`, which
     /// is cleared first and must have the Parser DWA's validated width. `low_water`
     /// is the state's [`GlrState::take_gss_low_water`], taken right before; `sparse`
-    /// and `dense` are the engine's (modules `sparse_weights`, `kept_unions`). Returns
+    /// and `kept` are the engine's (modules `sparse_weights`, `kept_unions`). Returns
     /// `false`, with `mask` unspecified, if a group in progress is at a boundary the
     /// compiler left to the token-trie walk ([`ParserDwa::FALLBACK`]).
     pub fn fill(
@@ -159,7 +159,7 @@ impl DwaWalk {
         low_water: u32,
         dwa: &ParserDwaRef<'_>,
         sparse: &SparseWeights,
-        dense: &KeptUnions,
+        kept: &KeptUnions,
         mask: &mut [u32],
     ) -> bool {
         self.memo.begin(low_water);
@@ -278,7 +278,7 @@ impl DwaWalk {
         let (collected, walk) = (&self.collected, self.walk);
         let forms = WeightForms {
             sparse: (!self.chunks_only).then_some(sparse),
-            dense: (!self.no_kept_unions).then_some(dense),
+            kept: (!self.no_kept_unions).then_some(kept),
         };
         self.cache.write(
             dwa,

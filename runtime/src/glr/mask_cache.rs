@@ -150,7 +150,7 @@ impl MaskCache {
             return;
         }
         let mut kept = false;
-        if let (Some(unions), 2.., true) = (forms.dense, weights.len(), chunks >= MIN_KEPT_CHUNKS) {
+        if let (Some(unions), 2.., true) = (forms.kept, weights.len(), chunks >= MIN_KEPT_CHUNKS) {
             // The whole mask, from the engine's kept unions: made the first time any
             // matcher of the engine needs it (its dense weights OR-ed there, not
             // copied from a kept union: the table is being set), then copied.
@@ -159,7 +159,7 @@ impl MaskCache {
             self.key.sort_unstable();
             let dense = &mut self.dense;
             let made = WeightForms {
-                dense: None,
+                kept: None,
                 ..forms
             };
             kept = unions.write_kept(
@@ -201,7 +201,7 @@ impl MaskCache {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WeightForms<'e> {
     pub sparse: Option<&'e SparseWeights>,
-    pub dense: Option<&'e KeptUnions>,
+    pub kept: Option<&'e KeptUnions>,
 }
 
 /// `mask` = the union of `weights` (distinct ids). With sparse pairs, the dense
@@ -226,7 +226,7 @@ fn or_all(
             .copied()
             .filter(|&w| sparse.pairs(dwa, w).is_none()),
     );
-    match forms.dense {
+    match forms.kept {
         Some(unions) if dense.len() >= 2 => {
             dense.sort_unstable();
             unions.write(dwa, dense, mask);
