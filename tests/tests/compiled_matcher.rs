@@ -740,8 +740,9 @@ fn a_new_matcher_on_dropped_buffers_is_a_fresh_matcher() {
 
 /// A clone made over a dropped matcher's buffers (the engine's pool) is its original:
 /// the same bytes, rollback window and settings, whatever the dropped matcher had
-/// parsed or set, and its masks equal the reference path's at every step after
-/// (none of what the dropped matcher's walk remembered of its own stack is used).
+/// parsed or set, and its masks equal the reference path's at every step after.
+/// (That nothing the dropped walk remembered of its stack is used is the next test's:
+/// here the dropped stacks' memos are mostly forgotten by the low-water mark.)
 #[test]
 fn a_clone_on_dropped_buffers_is_its_original() {
     let s = setup();
