@@ -98,9 +98,21 @@ impl Matcher {
     /// automaton states that reach it ([`crate::glr::SUBSET_WALK_AFTER`] unless set;
     /// 0: always; `u32::MAX`: never). Only speed differs: the pair walk is faster on
     /// plain stacks, the subset walk on ambiguous ones (C after a run of `-` signs:
-    /// 400 µs a mask → 20 µs). Clones keep the setting.
+    /// 400 µs a mask → 20 µs). Once a walk has switched on a stack that forks, the next
+    /// ones start as subset walks until the stack's remembered nodes are removed (a
+    /// rollback). Clones keep
+    /// the setting.
     pub fn set_subset_walk_after(&mut self, pairs: u32) {
         self.walk.set_subset_walk_after(pairs);
+    }
+
+    /// Sets whether the subset walk remembers, from one mask to the next, what it
+    /// collects below each stack node it steps with a set of automaton states (the
+    /// default: the next mask steps only the nodes above them), or steps every node
+    /// reached each time. Only speed differs; for A/B measurements. Clones keep the
+    /// setting.
+    pub fn set_subset_memo(&mut self, on: bool) {
+        self.walk.set_subset_memo(on);
     }
 
     /// Sets whether sparse token sets (a few hundred tokens spread over the vocabulary,

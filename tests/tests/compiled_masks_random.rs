@@ -139,11 +139,16 @@ fn compare_walks(
     let eos = vocab.eos;
     for walk in 0..walks {
         let mut m = Matcher::new(e.clone());
-        // Every walk strategy against the reference: the subset walk always, the pair
-        // walk always, and the default switch from one to the other.
-        match walk % 3 {
+        // Every walk strategy against the reference: the subset walk always (with
+        // and without what it remembers across masks), the pair walk always, and the
+        // default switch from one to the other.
+        match walk % 4 {
             1 => m.set_subset_walk_after(0),
             2 => m.set_subset_walk_after(u32::MAX),
+            3 => {
+                m.set_subset_walk_after(0);
+                m.set_subset_memo(false);
+            }
             _ => {}
         }
         let mut r = ReferenceMatcher::new(reference.clone());
@@ -231,7 +236,7 @@ fn run(cases: usize, steps: usize) {
             &reference,
             &mut rng,
             b"abc ",
-            3,
+            4,
             steps,
         );
     }

@@ -1095,6 +1095,67 @@ fn ambiguous_stacks_give_the_same_masks_by_every_walk() {
     }
 }
 
+/// What the subset walk remembers below an ambiguous stack's nodes is forgotten when
+/// a rollback removes them: C's `-` runs, rolled back by one to eight bytes at every
+/// byte and continued otherwise (the new nodes take the removed nodes' numbers, with
+/// other LR states), every mask equal to the reference's, then the text goes on.
+#[test]
+fn rollbacks_under_an_ambiguous_stack_keep_masks_exact() {
+    let e = engine(&cached("c", "bytes").bytes);
+    let source = source_reference("c", "bytes");
+    let words = e.mask_words();
+    let text = b"int f(int x, int y) { return x---------y - (x-----y)--; }";
+    let others: [&[u8]; 4] = [b"+y", b"*(y--)", b"-+-y", b" - -1"];
+    let mut m = Matcher::new(e.clone());
+    let mut r = ReferenceMatcher::new(source.clone());
+    let mut rng = Rng(0x005a_b5e7);
+    for (i, &b) in text.iter().enumerate() {
+        m.commit_bytes(&[b]).unwrap();
+        r.commit_bytes(&[b]).unwrap();
+        let want = ref_mask_of(&mut r, words);
+        assert!(mask_of(&mut m) == want, "byte {i}");
+        if i < 28 {
+            continue;
+        }
+        let back = 1 + rng.below(8.min(i));
+        m.rollback(back).unwrap();
+        r.rollback(back).unwrap();
+        let other = others[rng.below(others.len())];
+        let mut done = 0;
+        for (k, &o) in other.iter().enumerate() {
+            let (x, y) = (m.commit_bytes(&[o]).is_ok(), r.commit_bytes(&[o]).is_ok());
+            assert_eq!(x, y, "byte {i}, back {back}, {other:?} byte {k}");
+            if !x {
+                break;
+            }
+            done += 1;
+            let at = format!(
+                "byte {i}, back {back}, then {:?}",
+                String::from_utf8_lossy(&other[..=k])
+            );
+            let want = ref_mask_of(&mut r, words);
+            let got = mask_of(&mut m);
+            assert!(
+                got == want,
+                "{at}: masks differ at {:?}",
+                mask_diff(&got, &want)
+            );
+        }
+        // Back to the text: the same bytes again.
+        m.rollback(done).unwrap();
+        r.rollback(done).unwrap();
+        assert_eq!(m.bytes_consumed(), i + 1 - back);
+        for &o in &text[i + 1 - back..=i] {
+            m.commit_bytes(&[o]).unwrap();
+            r.commit_bytes(&[o]).unwrap();
+        }
+        assert!(
+            mask_of(&mut m) == ref_mask_of(&mut r, words),
+            "byte {i}, again"
+        );
+    }
+}
+
 /// The slow sweep, run before a release (`-- --ignored`): compiled and reference masks
 /// at *every* byte of every sample of every shipped grammar (`bytes` vocabulary), and
 /// at every token step of every JSON and TOML sample with o200k_base; the reference

@@ -21,6 +21,18 @@
 //!
 //! What is remembered is bounded ([`MAX_STEPS`], [`MAX_SET_IDS`]): past it, it starts
 //! over (a cache: nothing it holds can go stale).
+//!
+//! Across masks: the stack below the top does not change from one mask to the next,
+//! yet the merged walk reads all of it again. So on a stack that stays ambiguous (the
+//! caller says when: module `dwa_walk`), each start is first walked depth first, and what a node stepped with a state set collects down to the bottom — a
+//! function of the pair, for as long as the node exists (module `chain_memo`) — is
+//! remembered as a weight set: the next mask steps the new nodes and takes the rest
+//! from the memo. Per pair, the union of the states' pair walks, so the same weights
+//! as the merged walk. Depth first does not merge what reaches a node by two paths,
+//! and a cycle would not end: it gives up, for the merged walk, past [`MAX_FRAMES`]
+//! pairs in one walk or at an edge to a node not older than its source (only those can
+//! close a cycle: every edge points to an older node except within one parse step).
+//! The pairs it finished stay remembered, so a later walk gets further.
 
 use super::gss::{Gss, NONE};
 use super::id_sets::{IdSets, EMPTY_SET};
@@ -34,6 +46,30 @@ const MAX_STEPS: usize = 1 << 14;
 
 /// Ids held at most over all state and weight sets (4 bytes each: 256 KB).
 const MAX_SET_IDS: usize = 1 << 16;
+
+/// Pairs one depth-first walk steps at most before it gives up for the merged walk
+/// (the first walk over a stack steps each of its `(node, state set)` pairs once; on
+/// `stackmask bench`'s C traces the walks step 6 on average).
+const MAX_FRAMES: u32 = 4_096;
+
+/// Pairs remembered at most (8-byte keys and 4-byte values in a table at most half
+/// full: 192 KB, like the pair walk's memo, per matcher) before the memo starts over.
+/// C's ambiguous stacks keep some tens to hundreds.
+const MAX_REMEMBERED: usize = 1 << 13;
+
+/// A pair of the depth-first walk whose edges are being followed.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    node: u32,
+    /// The state set the node is stepped with.
+    set: u32,
+    /// The state set its predecessors are stepped with.
+    next: u32,
+    /// The next edge to follow ([`NONE`]: done).
+    edge: u32,
+    /// The weights collected so far, by this node and the predecessors walked.
+    weights: u32,
+}
 
 /// Per GSS node, within one walk.
 #[derive(Clone, Copy, Debug, Default)]
@@ -63,28 +99,83 @@ pub(crate) struct SubsetWalk {
     queue: BinaryHeap<u32>,
     /// Per weight set: the walk that last collected it.
     collected: Vec<u32>,
+    /// The walk's starts.
+    starts: Vec<(u32, u32)>,
     /// Scratch for a set being stepped.
     next_states: Vec<u32>,
     next_weights: Vec<u32>,
+    /// `(node, state set)` → the weight set it collects down to the bottom.
+    below: PairTable<u32>,
+    /// Node count when `below` was last written: every remembered node is below it.
+    horizon: u32,
+    /// The depth-first walk's path.
+    frames: Vec<Frame>,
+    /// Every walk merged, nothing remembered below pairs (for A/B measurements).
+    no_memo: bool,
 }
 
 impl SubsetWalk {
+    /// Called before each mask walk with the GSS's low water since the last one
+    /// ([`crate::glr::GlrState::take_gss_low_water`]): forgets what is remembered below
+    /// pairs if a remembered node may have gone: `true` if so.
+    pub fn begin(&mut self, low_water: u32) -> bool {
+        let gone = low_water < self.horizon;
+        if gone {
+            self.forget();
+        }
+        gone
+    }
+
+    /// Whether what is collected below pairs is remembered (the default).
+    pub fn set_memo(&mut self, on: bool) {
+        self.no_memo = !on;
+        self.forget();
+    }
+
+    /// See [`SubsetWalk::set_memo`].
+    pub fn memo(&self) -> bool {
+        !self.no_memo
+    }
+
+    /// Empty buffers with this walk's setting, for a matcher's clone.
+    pub fn with_empty_buffers(&self) -> SubsetWalk {
+        SubsetWalk {
+            no_memo: self.no_memo,
+            ..SubsetWalk::default()
+        }
+    }
+
+    /// Forgets every remembered node, keeping the buffers: for a walk taken over by a
+    /// matcher whose stack is another one's.
+    pub fn forget(&mut self) {
+        self.below.clear();
+        self.horizon = 0;
+    }
+
     /// Walks from `starts` (`(head node, start state)`, plain states) down the GSS and
     /// calls `collect` with every weight a pair walk from the same starts would
-    /// collect (some more than once).
+    /// collect (some more than once); depth first through the memo if `remember`
+    /// (and the memo is on), else merged. Returns whether the merged walk stepped a
+    /// node with two or more edges (`false` when it did not run).
     pub fn walk(
         &mut self,
         gss: &Gss,
         dwa: &ParserDwaRef<'_>,
         starts: impl Iterator<Item = (u32, u32)>,
+        remember: bool,
         mut collect: impl FnMut(u32),
-    ) {
+    ) -> bool {
         if self.steps.len() > MAX_STEPS || self.states.words() + self.weights.words() > MAX_SET_IDS
         {
             self.steps.clear();
             self.states.clear();
             self.weights.clear();
+            self.below.clear();
         }
+        if self.below.len() > MAX_REMEMBERED {
+            self.below.clear();
+        }
+        self.horizon = gss.nodes.len() as u32;
         if self.arrivals.len() < gss.nodes.len() {
             self.arrivals.resize(gss.nodes.len(), Arrival::default());
         }
@@ -95,10 +186,38 @@ impl SubsetWalk {
             self.walk = 1;
         }
         self.queue.clear();
-        for (node, d) in starts {
+        self.starts.clear();
+        self.starts.extend(starts);
+        let mut budget = MAX_FRAMES;
+        let mut depth_first = remember && !self.no_memo;
+        for i in 0..self.starts.len() {
+            if !depth_first {
+                break;
+            }
+            let (node, d) = self.starts[i];
+            let set = self.states.of(&[d]);
+            match self.below(gss, dwa, node, set, &mut budget) {
+                Some(weights) => self.collect_set(weights, &mut collect),
+                None => {
+                    depth_first = false;
+                    break;
+                }
+            }
+        }
+        if depth_first {
+            // Sets made by unions are collected at later walks: sized for all of
+            // them now, so that a walk that makes no set allocates nothing.
+            if self.collected.len() < self.weights.len() {
+                self.collected.resize(self.weights.len(), 0);
+            }
+            return false;
+        }
+        for i in 0..self.starts.len() {
+            let (node, d) = self.starts[i];
             let set = self.states.of(&[d]);
             self.reach(node, set);
         }
+        let mut forked = false;
         while let Some(node) = self.queue.pop() {
             let a = self.arrivals[node as usize];
             if a.stepped == a.states {
@@ -107,25 +226,103 @@ impl SubsetWalk {
             self.arrivals[node as usize].stepped = a.states;
             let n = gss.nodes[node as usize];
             let (weights, next) = self.step(dwa, a.states, n.state);
-            if weights != EMPTY_SET {
-                if self.collected.len() <= weights as usize {
-                    self.collected.resize(self.weights.len(), 0);
-                }
-                if self.collected[weights as usize] != self.walk {
-                    self.collected[weights as usize] = self.walk;
-                    self.weights.get(weights).iter().for_each(|&w| collect(w));
-                }
-            }
+            self.collect_set(weights, &mut collect);
             if next == EMPTY_SET {
                 continue;
             }
             let mut e = n.first_edge;
+            forked |= e != NONE && gss.edges[e as usize].next != NONE;
             while e != NONE {
                 let edge = gss.edges[e as usize];
                 self.reach(edge.to, next);
                 e = edge.next;
             }
         }
+        forked
+    }
+
+    /// Calls `collect` with the weights of set `weights` unless this walk did.
+    #[inline]
+    fn collect_set(&mut self, weights: u32, collect: &mut impl FnMut(u32)) {
+        if weights == EMPTY_SET {
+            return;
+        }
+        if self.collected.len() <= weights as usize {
+            self.collected.resize(self.weights.len(), 0);
+        }
+        if self.collected[weights as usize] != self.walk {
+            self.collected[weights as usize] = self.walk;
+            self.weights.get(weights).iter().for_each(|&w| collect(w));
+        }
+    }
+
+    /// The weight set `node` stepped with state set `set` collects down to the bottom,
+    /// walked depth first from the pairs remembered; `None` if the walk gave up
+    /// (`budget` pairs stepped, or an edge that may close a cycle).
+    fn below(
+        &mut self,
+        gss: &Gss,
+        dwa: &ParserDwaRef<'_>,
+        node: u32,
+        set: u32,
+        budget: &mut u32,
+    ) -> Option<u32> {
+        if let Some(weights) = self.below.get(node, set) {
+            return Some(weights);
+        }
+        self.frames.clear();
+        self.open(gss, dwa, node, set, budget)?;
+        loop {
+            let top = self.frames.last_mut().expect("a frame");
+            if top.edge == NONE {
+                let done = self.frames.pop().expect("a frame");
+                self.below.insert_value(done.node, done.set, done.weights);
+                match self.frames.last_mut() {
+                    None => return Some(done.weights),
+                    Some(parent) => {
+                        parent.weights = self.weights.union(parent.weights, done.weights);
+                    }
+                }
+                continue;
+            }
+            let edge = gss.edges[top.edge as usize];
+            top.edge = edge.next;
+            if edge.to >= top.node {
+                return None;
+            }
+            let (to, next) = (edge.to, top.next);
+            match self.below.get(to, next) {
+                Some(weights) => top.weights = self.weights.union(top.weights, weights),
+                None => self.open(gss, dwa, to, next, budget)?,
+            }
+        }
+    }
+
+    /// Steps `node` with state set `set` and puts it on the depth-first walk's path;
+    /// `None` if `budget` is spent.
+    fn open(
+        &mut self,
+        gss: &Gss,
+        dwa: &ParserDwaRef<'_>,
+        node: u32,
+        set: u32,
+        budget: &mut u32,
+    ) -> Option<()> {
+        *budget = budget.checked_sub(1)?;
+        let n = gss.nodes[node as usize];
+        let (weights, next) = self.step(dwa, set, n.state);
+        self.frames.push(Frame {
+            node,
+            set,
+            next,
+            edge: if next == EMPTY_SET {
+                NONE
+            } else {
+                n.first_edge
+            },
+            weights,
+        });
+        Some(())
     }
 
     /// States `set` reach `node`.
