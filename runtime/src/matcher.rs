@@ -100,8 +100,7 @@ impl Matcher {
     /// plain stacks, the subset walk on ambiguous ones (C after a run of `-` signs:
     /// 400 µs a mask → 20 µs). Once a walk has switched on a stack that forks, the next
     /// ones start as subset walks until the stack's remembered nodes are removed (a
-    /// rollback). Clones keep
-    /// the setting.
+    /// rollback). Clones keep the setting.
     pub fn set_subset_walk_after(&mut self, pairs: u32) {
         self.walk.set_subset_walk_after(pairs);
     }

@@ -80,8 +80,9 @@ pub(crate) struct DwaWalk {
     subset: SubsetWalk,
     /// Pairs stepped before switching to it.
     subset_after: SubsetAfter,
-    /// Whether the last walk went on as a subset walk and the subset walk has
-    /// forgotten nothing since: the next starts as one.
+    /// Whether a walk went on as a subset walk over a stack that forks and the subset
+    /// walk has forgotten nothing since: the next walk starts as one, through the
+    /// subset walk's memo.
     ambiguous: bool,
     /// Every weight OR-ed as chunks, none as pairs (module `sparse_weights`).
     chunks_only: bool,
