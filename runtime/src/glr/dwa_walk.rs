@@ -126,7 +126,7 @@ impl DwaWalk {
         self.chunks_only = other.chunks_only;
         self.no_kept_unions = other.no_kept_unions;
         self.memo.forget();
-        self.subset.forget();
+        // Forgets what it remembered of the dropped matcher's stack.
         self.subset.set_memo(other.subset.memo());
         self.ambiguous = false;
     }
@@ -238,11 +238,11 @@ impl DwaWalk {
                 // What was collected so far is collected again: OR is idempotent.
                 let (collected, walk, weights) =
                     (&mut self.collected, self.walk, &mut self.weights);
-                let forked =
-                    self.subset
-                        .walk(gss, dwa, self.starts.iter().copied(), self.ambiguous, |w| {
-                            collect(collected, walk, weights, w)
-                        });
+                let forked = self
+                    .subset
+                    .walk(gss, dwa, &self.starts, self.ambiguous, |w| {
+                        collect(collected, walk, weights, w)
+                    });
                 // Only a stack that forks stays ambiguous below its top: a deep plain
                 // one (a JSON document's closing brackets) goes back to the pair walk
                 // and its memo.

@@ -24,9 +24,10 @@
 //!
 //! Across masks: the stack below the top does not change from one mask to the next,
 //! yet the merged walk reads all of it again. So on a stack that stays ambiguous (the
-//! caller says when: module `dwa_walk`), each start is first walked depth first, and what a node stepped with a state set collects down to the bottom — a
-//! function of the pair, for as long as the node exists (module `chain_memo`) — is
-//! remembered as a weight set: the next mask steps the new nodes and takes the rest
+//! caller says when: module `dwa_walk`), each start is first walked depth first, and
+//! what a node stepped with a state set collects down to the bottom — a function of
+//! the pair, for as long as the node exists (module `chain_memo`) — is remembered as a
+//! weight set: the next mask steps the new nodes and takes the rest
 //! from the memo. Per pair, the union of the states' pair walks, so the same weights
 //! as the merged walk. Depth first does not merge what reaches a node by two paths,
 //! and a cycle would not end: it gives up, for the merged walk, past [`MAX_FRAMES`]
@@ -99,8 +100,6 @@ pub(crate) struct SubsetWalk {
     queue: BinaryHeap<u32>,
     /// Per weight set: the walk that last collected it.
     collected: Vec<u32>,
-    /// The walk's starts.
-    starts: Vec<(u32, u32)>,
     /// Scratch for a set being stepped.
     next_states: Vec<u32>,
     next_weights: Vec<u32>,
@@ -161,7 +160,7 @@ impl SubsetWalk {
         &mut self,
         gss: &Gss,
         dwa: &ParserDwaRef<'_>,
-        starts: impl Iterator<Item = (u32, u32)>,
+        starts: &[(u32, u32)],
         remember: bool,
         mut collect: impl FnMut(u32),
     ) -> bool {
@@ -186,22 +185,16 @@ impl SubsetWalk {
             self.walk = 1;
         }
         self.queue.clear();
-        self.starts.clear();
-        self.starts.extend(starts);
         let mut budget = MAX_FRAMES;
         let mut depth_first = remember && !self.no_memo;
-        for i in 0..self.starts.len() {
-            if !depth_first {
-                break;
-            }
-            let (node, d) = self.starts[i];
-            let set = self.states.of(&[d]);
-            match self.below(gss, dwa, node, set, &mut budget) {
-                Some(weights) => self.collect_set(weights, &mut collect),
-                None => {
+        if depth_first {
+            for &(node, d) in starts {
+                let set = self.states.of(&[d]);
+                let Some(weights) = self.below(gss, dwa, node, set, &mut budget) else {
                     depth_first = false;
                     break;
-                }
+                };
+                self.collect_set(weights, &mut collect);
             }
         }
         if depth_first {
@@ -212,8 +205,7 @@ impl SubsetWalk {
             }
             return false;
         }
-        for i in 0..self.starts.len() {
-            let (node, d) = self.starts[i];
+        for &(node, d) in starts {
             let set = self.states.of(&[d]);
             self.reach(node, set);
         }
