@@ -27,6 +27,7 @@
 //! past the bound, or when a key's [`PROBES`] slots hold other unions, masks are
 //! OR-ed as before.
 
+use stackmask_formats::parser_dwa::copy_words;
 use stackmask_formats::ParserDwaRef;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -148,7 +149,7 @@ impl KeptUnions {
                 },
             };
             if *union.key == *key && union.words.len() == mask.len() {
-                mask.copy_from_slice(&union.words);
+                copy_words(mask, &union.words);
                 return true;
             }
         }

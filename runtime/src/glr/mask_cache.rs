@@ -19,6 +19,7 @@
 
 use super::kept_unions::{self, KeptUnions};
 use super::sparse_weights::{self, SparseWeights};
+use stackmask_formats::parser_dwa::copy_words;
 use stackmask_formats::ParserDwaRef;
 
 /// Masks kept per matcher when nothing else is set ([`MaskCache::set_slots`]).
@@ -83,7 +84,7 @@ impl Slot {
         let to = mask.as_ptr() as usize;
         // Both are `u32`-aligned, so the byte distance is a whole number of words.
         self.start = (PAGE_OFFSET + to).wrapping_sub(from) % 4096 / 4;
-        self.buf[self.start..self.start + mask.len()].copy_from_slice(mask);
+        copy_words(&mut self.buf[self.start..self.start + mask.len()], mask);
     }
 }
 
@@ -146,7 +147,7 @@ impl MaskCache {
                 && s.weights.iter().all(|&w| collected(w))
         }) {
             slot.used = self.clock;
-            mask.copy_from_slice(slot.mask(mask.len()));
+            copy_words(mask, slot.mask(mask.len()));
             return;
         }
         let mut kept = false;
