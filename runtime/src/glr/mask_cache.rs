@@ -75,6 +75,8 @@ impl Slot {
     /// loads and stores (4K aliasing), and a hit's 25 KB copy measured 0.19–0.22 µs
     /// instead of 0.13 (`benches/examples/mask_floor.rs`). Callers that keep one mask
     /// buffer get the fast placement on every hit; others get a random one, as before.
+    /// (Every copy goes through `copy_words`, never `memcpy`, whose `rep movsb` is
+    /// ten times slower at some of those random distances on AMD cores.)
     fn store(&mut self, mask: &[u32]) {
         if self.buf.len() != mask.len() + SPARE_WORDS {
             // Allocates while the cache warms up (or the width changes), never after.
