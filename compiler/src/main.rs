@@ -871,6 +871,15 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
             let (line, col) = line_col(&text, offset);
             Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}{}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]), trailing_ignore_hint(m.engine(), &text))))
         }
+        Err(
+            e @ (stackmask_runtime::MatchError::WorkLimit { .. }
+            | stackmask_runtime::MatchError::WorkBudget { .. }),
+        ) => {
+            // Committed a chunk at a time: the work ran out within the next chunk.
+            let start = m.bytes_consumed();
+            let end = (start + VALIDATE_CHUNK).min(text.len());
+            Err(format!("{}: in bytes {start}..{end}: {e}", file.display()).into())
+        }
         Err(e) => Err(e.into()),
         Ok(()) if m.is_accepting() => {
             out!("{}: ok ({} bytes)", file.display(), text.len());

@@ -74,7 +74,7 @@ pyo3::create_exception!(
     stackmask,
     WorkLimitError,
     StackmaskError,
-    "A commit needed more parsing work for one byte than the matcher's `max_step_work` (a highly ambiguous grammar); nothing was committed."
+    "A commit needed more parsing work than the matcher allows: for one byte (`max_step_work`) or over a stretch of bytes (`work_burst` plus `work_per_byte` a byte): a highly ambiguous grammar; nothing was committed."
 );
 
 /// Registers the exception classes on the module.
@@ -160,7 +160,9 @@ pub fn engine_error(e: EngineError) -> PyErr {
 pub fn match_error(e: MatchError) -> PyErr {
     match e {
         MatchError::UnknownToken(_) => InvalidTokenError::new_err(e.to_string()),
-        MatchError::WorkLimit { .. } => WorkLimitError::new_err(e.to_string()),
+        MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. } => {
+            WorkLimitError::new_err(e.to_string())
+        }
         MatchError::RollbackTooFar { .. } | MatchError::RollbackBeyondWindow { .. } => {
             RollbackError::new_err(e.to_string())
         }

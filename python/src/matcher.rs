@@ -52,7 +52,9 @@ impl Matcher {
                 "token {token} is not in the vocabulary ({} tokens)",
                 self.session().engine().meta().vocab_len
             ))),
-            Err(e @ MatchError::WorkLimit { .. }) => Err(match_error(e)),
+            Err(e @ (MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. })) => {
+                Err(match_error(e))
+            }
             Err(_) => Ok(false),
         }
     }
@@ -94,15 +96,21 @@ impl Matcher {
     ///
     /// `max_step_work` bounds the parsing work one byte may take (GSS edges looked at;
     /// default 20 million): a commit past it raises `WorkLimitError` and changes nothing.
+    /// `work_per_byte` and `work_burst` bound a whole parse (defaults 1,000 and 100
+    /// million): over any stretch of bytes it may do at most `work_burst` plus
+    /// `work_per_byte` per byte, or a commit raises `WorkLimitError` (`2**64 - 1` for
+    /// both: no budget).
     ///
     /// `mask_cache` is how many recent masks are kept to be copied instead of recomputed
     /// (one mask of memory each, 25 KB for a 200k vocabulary; 0: none).
-    #[pyo3(signature = (grammar, max_rollback = stackmask_runtime::DEFAULT_MAX_ROLLBACK, max_step_work = None, mask_cache = stackmask_runtime::glr::DEFAULT_MASK_CACHE_SLOTS))]
+    #[pyo3(signature = (grammar, max_rollback = stackmask_runtime::DEFAULT_MAX_ROLLBACK, max_step_work = None, mask_cache = stackmask_runtime::glr::DEFAULT_MASK_CACHE_SLOTS, work_per_byte = stackmask_runtime::glr::DEFAULT_WORK_PER_BYTE, work_burst = stackmask_runtime::glr::DEFAULT_WORK_BURST))]
     fn new(
         grammar: &Grammar,
         max_rollback: Option<usize>,
         max_step_work: Option<u64>,
         mask_cache: usize,
+        work_per_byte: u64,
+        work_burst: u64,
     ) -> Self {
         let mut s = Session::new(grammar.engine.clone());
         s.set_max_rollback(max_rollback.unwrap_or(usize::MAX));
@@ -110,6 +118,7 @@ impl Matcher {
         if let Some(work) = max_step_work {
             s.set_max_step_work(work);
         }
+        s.set_work_budget(work_per_byte, work_burst);
         Matcher::from_session(s)
     }
 
@@ -145,7 +154,9 @@ impl Matcher {
     fn accept_bytes(&mut self, data: &[u8]) -> PyResult<bool> {
         match self.session().commit_bytes(data) {
             Ok(()) => Ok(true),
-            Err(e @ MatchError::WorkLimit { .. }) => Err(match_error(e)),
+            Err(e @ (MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. })) => {
+                Err(match_error(e))
+            }
             Err(_) => Ok(false),
         }
     }

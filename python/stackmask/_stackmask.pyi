@@ -36,7 +36,8 @@ class InvalidTokenError(StackmaskError):
     """A token id outside the vocabulary."""
 
 class WorkLimitError(StackmaskError):
-    """A commit needed more parsing work for one byte than ``max_step_work``; nothing was committed."""
+    """A commit needed more parsing work than ``max_step_work`` for one byte, or than the
+    ``work_burst`` / ``work_per_byte`` budget over a stretch of bytes; nothing was committed."""
 
 class RollbackError(StackmaskError):
     """``rollback(n)`` with more commits than were made."""
@@ -192,11 +193,14 @@ class Matcher:
         max_rollback: Optional[int] = 32,
         max_step_work: Optional[int] = None,
         mask_cache: int = 8,
+        work_per_byte: int = 1000,
+        work_burst: int = 100_000_000,
     ) -> None:
         """A matcher that can roll back its last ``max_rollback`` commits (``None``: all);
-        a commit needing more than ``max_step_work`` parsing work for one byte raises
-        :class:`WorkLimitError`; the last ``mask_cache`` distinct masks are kept and
-        copied when they come again (one mask of memory each; 0: none)."""
+        a commit needing more than ``max_step_work`` parsing work for one byte, or more
+        than ``work_burst`` plus ``work_per_byte`` a byte over any stretch of bytes,
+        raises :class:`WorkLimitError`; the last ``mask_cache`` distinct masks are kept
+        and copied when they come again (one mask of memory each; 0: none)."""
     @property
     def max_rollback(self) -> Optional[int]:
         """How many of the last commits :meth:`rollback` can undo (``None``: unlimited)."""

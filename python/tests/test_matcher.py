@@ -209,8 +209,21 @@ def test_work_limit_is_a_named_error(expr_grammar):
     with pytest.raises(stackmask.WorkLimitError, match="max_step_work"):
         m.accept_bytes(b"1+1+" * 400)
     assert m.bytes_consumed == 0
-    unlimited = stackmask.Matcher(expr_grammar, max_step_work=2**63)
+    unlimited = stackmask.Matcher(
+        expr_grammar, max_step_work=2**63, work_per_byte=2**64 - 1, work_burst=2**64 - 1
+    )
     assert unlimited.accept_bytes(b"1+1+" * 400 + b"1")
+
+
+def test_work_budget_bounds_a_whole_parse(expr_grammar):
+    """Every byte of a long ambiguous sum stays within the per-byte limit, but the
+    parse's work grows with its length at every byte: the budget ends it in the named
+    error, and the matcher is unchanged."""
+    m = stackmask.Matcher(expr_grammar, work_per_byte=1000, work_burst=5_000_000)
+    with pytest.raises(stackmask.WorkLimitError, match="work_burst"):
+        m.accept_bytes(b"1+" * 2000 + b"1")
+    assert m.bytes_consumed == 0
+    assert m.accept_bytes(b"1+1")
 
 
 def test_mask_cache_gives_the_masks_computed_afresh(json_grammar, o200k):

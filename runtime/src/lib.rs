@@ -47,9 +47,9 @@ pub trait ByteRecognizer {
         let _ = pos;
     }
     /// If the last refused byte (or `false` from `is_accepting`) was refused because
-    /// it needed more work than the recognizer's limit allows: that limit. The default
+    /// it needed more work than the recognizer's limits allow: which limit. The default
     /// has none.
-    fn over_work_limit(&self) -> Option<u64> {
+    fn over_work_limit(&self) -> Option<glr::WorkLimit> {
         None
     }
 

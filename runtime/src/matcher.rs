@@ -56,6 +56,10 @@ impl Matcher {
         };
         state.reset(&engine.tables());
         state.set_max_step_work(crate::glr::DEFAULT_MAX_STEP_WORK);
+        state.set_work_budget(
+            crate::glr::DEFAULT_WORK_PER_BYTE,
+            crate::glr::DEFAULT_WORK_BURST,
+        );
         session.restart(DEFAULT_MAX_ROLLBACK);
         walk.reset_settings();
         Matcher {
@@ -83,6 +87,22 @@ impl Matcher {
     /// fails with [`MatchError::WorkLimit`] and changes nothing.
     pub fn set_max_step_work(&mut self, max: u64) {
         self.state.set_max_step_work(max);
+    }
+
+    /// Sets the matcher's GLR work budget and fills it: over any stretch of bytes the
+    /// parse may do at most `burst` units plus `per_byte` for each byte
+    /// ([`crate::glr::DEFAULT_WORK_BURST`], [`crate::glr::DEFAULT_WORK_PER_BYTE`]
+    /// unless set; `u64::MAX` for both: no budget). A commit past it fails with
+    /// [`MatchError::WorkBudget`] and changes nothing but the budget: the work was done.
+    /// This bounds a whole parse linearly in its length, where
+    /// [`Matcher::set_max_step_work`] bounds one byte ([`crate::glr::WorkLimit`]).
+    pub fn set_work_budget(&mut self, per_byte: u64, burst: u64) {
+        self.state.set_work_budget(per_byte, burst);
+    }
+
+    /// The work budget: (units per consumed byte, the most it holds).
+    pub fn work_budget(&self) -> (u64, u64) {
+        self.state.work_budget()
     }
 
     /// Sets how many recent masks the matcher keeps to copy instead of recomputing

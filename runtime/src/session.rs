@@ -39,6 +39,20 @@ pub enum MatchError {
         /// The limit (GSS edges looked at per byte).
         limit: u64,
     },
+    /// The parse ran out of its work budget: over some stretch of bytes it needed more
+    /// than `burst` plus `per_byte` for each byte (a highly ambiguous grammar, whose
+    /// work grows with the input at every byte). Nothing was committed.
+    #[error(
+        "the parse needs more GLR work than its budget allows: at most {burst} units plus \
+         {per_byte} per byte over any stretch of bytes (work_burst, work_per_byte): the \
+         grammar is too ambiguous here; nothing was committed"
+    )]
+    WorkBudget {
+        /// Units each consumed byte adds to the budget.
+        per_byte: u64,
+        /// Units the budget holds at most.
+        burst: u64,
+    },
     /// EOS was committed where the input is not a sentence.
     #[error("end of sequence is not allowed here")]
     EosNotAllowed,
@@ -67,6 +81,18 @@ pub enum MatchError {
         /// The matcher's `max_rollback`.
         window: usize,
     },
+}
+
+impl MatchError {
+    /// The error for a byte refused by a work limit.
+    fn of_work_limit(limit: crate::glr::WorkLimit) -> MatchError {
+        match limit {
+            crate::glr::WorkLimit::Step(limit) => MatchError::WorkLimit { limit },
+            crate::glr::WorkLimit::Budget { per_byte, burst } => {
+                MatchError::WorkBudget { per_byte, burst }
+            }
+        }
+    }
 }
 
 /// Commit history of one decoding session: where each of the last commits ended,
@@ -188,7 +214,7 @@ impl Session {
         if token == vocab.eos {
             if !rec.is_accepting() {
                 return Err(match rec.over_work_limit() {
-                    Some(limit) => MatchError::WorkLimit { limit },
+                    Some(limit) => MatchError::of_work_limit(limit),
                     None => MatchError::EosNotAllowed,
                 });
             }
@@ -203,7 +229,7 @@ impl Session {
         }
         if !rec.push_bytes(vocab.token_bytes(token)) {
             return Err(match rec.over_work_limit() {
-                Some(limit) => MatchError::WorkLimit { limit },
+                Some(limit) => MatchError::of_work_limit(limit),
                 None => MatchError::Rejected { token },
             });
         }
@@ -224,7 +250,7 @@ impl Session {
                 let over = rec.over_work_limit();
                 rec.pop_bytes(i);
                 return Err(match over {
-                    Some(limit) => MatchError::WorkLimit { limit },
+                    Some(limit) => MatchError::of_work_limit(limit),
                     None => MatchError::RejectedBytes { offset: i },
                 });
             }

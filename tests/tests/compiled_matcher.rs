@@ -678,6 +678,7 @@ fn a_new_matcher_on_dropped_buffers_is_a_fresh_matcher() {
             let _ = mask_of(&mut old);
         }
         old.set_max_step_work(1);
+        old.set_work_budget(1, 1);
         drop(old);
         assert!(engine.pooled_matchers() >= 1, "round {round}: nothing kept");
         let pooled = engine.pooled_matchers();
@@ -693,6 +694,13 @@ fn a_new_matcher_on_dropped_buffers_is_a_fresh_matcher() {
         assert_eq!(
             m.mask_cache_slots(),
             stackmask_runtime::glr::DEFAULT_MASK_CACHE_SLOTS
+        );
+        assert_eq!(
+            m.work_budget(),
+            (
+                stackmask_runtime::glr::DEFAULT_WORK_PER_BYTE,
+                stackmask_runtime::glr::DEFAULT_WORK_BURST
+            )
         );
         let mut r = reference(&engine);
         for (step, &t) in tokens.iter().enumerate() {
@@ -1219,6 +1227,45 @@ fn a_commit_past_the_work_limit_is_the_named_error() {
     assert!(err.to_string().contains("max_step_work"), "{err}");
     assert_eq!(m.bytes_consumed(), 0);
     m.set_max_step_work(u64::MAX);
+    m.set_work_budget(u64::MAX, u64::MAX);
+    m.commit_bytes(&text[..text.len() - 1]).unwrap();
+    assert!(m.is_accepting());
+}
+
+/// Issue 11 (5): every byte of a long ambiguous sum stays under the per-byte limit,
+/// but the work of the whole parse grows with the square of its length at every byte
+/// (2,000 terms took 26 s in `validate`). The work budget ends it in its own named
+/// error, with both numbers and the flags to raise, and changes nothing; the same
+/// commits within a larger budget pass, and a fresh matcher has the default budget.
+#[test]
+fn a_commit_past_the_work_budget_is_the_named_error() {
+    let built = cached("expr", "bytes");
+    let engine = engine(&built.bytes);
+    let mut m = Matcher::new(engine.clone());
+    assert_eq!(
+        m.work_budget(),
+        (
+            stackmask_runtime::glr::DEFAULT_WORK_PER_BYTE,
+            stackmask_runtime::glr::DEFAULT_WORK_BURST
+        )
+    );
+    m.set_work_budget(1_000, 2_000_000);
+    m.commit_bytes(b"1+").unwrap();
+    let text = b"1+1+".repeat(400);
+    let err = m.commit_bytes(&text).unwrap_err();
+    assert_eq!(
+        err,
+        MatchError::WorkBudget {
+            per_byte: 1_000,
+            burst: 2_000_000
+        }
+    );
+    assert!(
+        err.to_string().contains("work_burst") && err.to_string().contains("work_per_byte"),
+        "{err}"
+    );
+    assert_eq!(m.bytes_consumed(), 2);
+    m.set_work_budget(u64::MAX, u64::MAX);
     m.commit_bytes(&text[..text.len() - 1]).unwrap();
     assert!(m.is_accepting());
 }

@@ -439,6 +439,69 @@ fn forgetting_keeps_memory_to_the_nesting_depth() {
     );
 }
 
+/// Issue 11 (5): the work budget bounds a whole parse linearly in its length. On a
+/// long ambiguous sum, whose work per byte grows with its length, the work done up to
+/// and including the refused byte never exceeds the burst plus the per-byte share of
+/// the bytes offered; the refusal names the budget, not the per-byte limit, and leaves
+/// the state as it was; a deterministic grammar's long input never comes near it.
+#[test]
+fn a_parse_past_its_work_budget_is_refused_and_named() {
+    use stackmask_runtime::glr::WorkLimit;
+    let lexed = lexed_shipped("expr");
+    let compiled = pipeline::compile_parser(&lexed, 200_000).unwrap();
+    let tables = compiled.tables.view();
+    let (per_byte, burst) = (1_000u64, 3_000_000u64);
+    let mut state = GlrState::new(&tables);
+    state.set_work_budget(per_byte, burst);
+    let text = b"1+".repeat(5_000);
+    let mut refused_at = None;
+    // Acceptance tests are bounded one by one (the per-byte limit), not by the budget.
+    let mut accept_work = 0;
+    for (i, &b) in text.iter().enumerate() {
+        let before = state.work();
+        let accepting = state.is_accepting(&tables);
+        accept_work += state.work() - before;
+        let pushed = state.push_byte(&tables, b);
+        let offered = i as u64 + 1;
+        // A step stops at most one GSS node's edges past its limit.
+        let pushes = state.work() - accept_work;
+        assert!(
+            pushes <= burst + per_byte * offered + 100_000,
+            "byte {i}: work {pushes} past the budget"
+        );
+        if !pushed {
+            assert_eq!(
+                state.work_limit_hit(),
+                Some(WorkLimit::Budget { per_byte, burst })
+            );
+            assert_eq!(
+                state.bytes_consumed(),
+                i,
+                "the refused byte changed the state"
+            );
+            assert_eq!(state.is_accepting(&tables), accepting);
+            refused_at = Some(i);
+            break;
+        }
+        assert_eq!(state.work_limit_hit(), None);
+    }
+    let i = refused_at.expect("5,000 terms of an ambiguous sum stay within the budget");
+    assert!(
+        i > 100,
+        "refused at byte {i}: the budget bites on short sums"
+    );
+    // A deterministic grammar: 200,000 bytes at the default budget, far from it.
+    let lexed = pipeline::lex_grammar_source("start: \"a\" start | \"a\"\n", "r.lark").unwrap();
+    let compiled = pipeline::compile_parser(&lexed, 1000).unwrap();
+    let tables = compiled.tables.view();
+    let mut state = GlrState::new(&tables);
+    for _ in 0..200_000 {
+        assert!(state.push_byte(&tables, b'a'));
+        state.forget_before(state.bytes_consumed());
+    }
+    assert!(state.is_accepting(&tables));
+}
+
 /// Issue 11 (5): an ambiguous grammar's byte can need millions of GSS edge visits
 /// (`expr.lark`'s `e: e "+" e` on a long sum): past the per-byte work limit the byte
 /// is refused as over the limit — named, distinct from a byte the grammar refuses —
@@ -464,6 +527,7 @@ fn a_byte_past_the_work_limit_is_refused_and_named() {
             );
             assert_eq!(state.is_accepting(&tables), accepting);
             state.set_max_step_work(u64::MAX);
+            state.set_work_budget(u64::MAX, u64::MAX);
             assert!(state.push_byte(&tables, b), "byte {i} with no limit");
             assert!(!state.over_work_limit());
             break;

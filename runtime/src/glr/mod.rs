@@ -45,8 +45,38 @@ use step::{EffortLimit, StepScratch};
 
 /// GLR work (GSS edges looked at) one byte may take before the parse gives up with
 /// an error: a deterministic byte takes a handful, an ambiguous grammar's byte can
-/// take millions (`e: e "+" e` over a long sum). About a tenth of a second.
+/// take millions (`e: e "+" e` over a long sum). A few tenths of a second (15–20 ns a
+/// unit on that sum).
 pub const DEFAULT_MAX_STEP_WORK: u64 = 20_000_000;
+
+/// GLR work each consumed byte adds to the parse's budget (see [`WorkLimit::Budget`]):
+/// the shipped grammars' documents need 0.3–3 units a byte on average and 413 at most.
+pub const DEFAULT_WORK_PER_BYTE: u64 = 1_000;
+
+/// Most GLR work the parse's budget holds (see [`WorkLimit::Budget`]): 100 million GSS
+/// edges looked at, one to two seconds.
+pub const DEFAULT_WORK_BURST: u64 = 100_000_000;
+
+/// Which work limit refused a byte ([`GlrState::work_limit_hit`]).
+///
+/// Why two: the per-byte limit bounds one step, but an ambiguous grammar can need
+/// work that grows with the input at every byte (`e: e "+" e` over `1+1+…+1` is cubic
+/// in all: 2,000 terms took 26 s, every byte within the per-byte limit). The budget
+/// bounds the whole parse linearly in its length: over any `n` consecutive bytes it
+/// may do at most `burst + n × per_byte` units, so a document of any size ends in an
+/// answer or a named error within about that much work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkLimit {
+    /// One byte needed more than this many units ([`GlrState::set_max_step_work`]).
+    Step(u64),
+    /// The parse ran out of its work budget ([`GlrState::set_work_budget`]).
+    Budget {
+        /// Units each consumed byte adds.
+        per_byte: u64,
+        /// Units the budget holds at most (and starts with).
+        burst: u64,
+    },
+}
 
 /// The lexemes in progress that started at one boundary from heads in one LR state
 /// (or, for ignore lexemes, from the whole frontier), as one interned configuration.
@@ -98,9 +128,14 @@ pub struct GlrState {
     history: history::History,
     /// Work one byte (or the acceptance test) may take.
     max_step_work: u64,
-    /// Whether the last `push_byte` or `is_accepting` answered `false` for its work,
-    /// not for the text (a `Cell`: `is_accepting` takes `&self`).
-    over_work_limit: std::cell::Cell<bool>,
+    /// The work budget ([`WorkLimit::Budget`]): units per consumed byte, the most it
+    /// holds, and what it holds now.
+    work_per_byte: u64,
+    work_burst: u64,
+    work_credit: u64,
+    /// The limit that made the last `push_byte` or `is_accepting` answer `false` for
+    /// its work, not for the text (a `Cell`: `is_accepting` takes `&self`).
+    over_work_limit: std::cell::Cell<Option<WorkLimit>>,
     scratch: StepScratch,
     overlay: Gss,
     /// Scratch for [`GlrState::is_accepting`], which must not change the state.
@@ -138,6 +173,9 @@ impl GlrState {
             base: 0,
             history: history::History::default(),
             max_step_work: DEFAULT_MAX_STEP_WORK,
+            work_per_byte: DEFAULT_WORK_PER_BYTE,
+            work_burst: DEFAULT_WORK_BURST,
+            work_credit: DEFAULT_WORK_BURST,
             over_work_limit: Default::default(),
             scratch: StepScratch::default(),
             overlay: Gss::default(),
@@ -179,6 +217,7 @@ impl GlrState {
         self.marks.clear();
         self.base = 0;
         self.history.reset();
+        self.work_credit = self.work_burst;
     }
 
     /// Bytes consumed so far.
@@ -219,9 +258,30 @@ impl GlrState {
         self.max_step_work
     }
 
+    /// Sets the work budget ([`WorkLimit::Budget`]; [`DEFAULT_WORK_PER_BYTE`] and
+    /// [`DEFAULT_WORK_BURST`] unless set) and fills it; `u64::MAX` for both: none.
+    /// Work done for bytes later undone or refused counts: it was done.
+    pub fn set_work_budget(&mut self, per_byte: u64, burst: u64) {
+        self.work_per_byte = per_byte;
+        self.work_burst = burst;
+        self.work_credit = burst;
+    }
+
+    /// The work budget: (units per consumed byte, the most it holds).
+    pub fn work_budget(&self) -> (u64, u64) {
+        (self.work_per_byte, self.work_burst)
+    }
+
     /// Whether the last [`GlrState::push_byte`] or [`GlrState::is_accepting`] answered
-    /// `false` because it needed more than [`GlrState::max_step_work`], not for the text.
+    /// `false` for a work limit, not for the text ([`GlrState::work_limit_hit`] says
+    /// which).
     pub fn over_work_limit(&self) -> bool {
+        self.over_work_limit.get().is_some()
+    }
+
+    /// The work limit that made the last [`GlrState::push_byte`] or
+    /// [`GlrState::is_accepting`] answer `false`, if one did.
+    pub fn work_limit_hit(&self) -> Option<WorkLimit> {
         self.over_work_limit.get()
     }
 
@@ -261,9 +321,15 @@ impl GlrState {
         //    merge across the heads' LR states as in plain Tomita.
         self.new_heads.clear();
         self.overlay.clear();
-        self.over_work_limit.set(false);
-        self.scratch.effort_limit =
-            EffortLimit(self.scratch.effort.saturating_add(self.max_step_work));
+        self.over_work_limit.set(None);
+        // The budget after this byte's share, and what this byte may take of it.
+        let credit = self
+            .work_credit
+            .saturating_add(self.work_per_byte)
+            .min(self.work_burst);
+        let allowed = self.max_step_work.min(credit);
+        let effort_before = self.scratch.effort;
+        self.scratch.effort_limit = EffortLimit(effort_before.saturating_add(allowed));
         if self.at_start() {
             self.new_heads.push(0);
         } else {
@@ -313,7 +379,15 @@ impl GlrState {
                 if self.scratch.exceeded {
                     // Nothing is committed yet: the overlay is all this byte wrote.
                     self.scratch.exceeded = false;
-                    self.over_work_limit.set(true);
+                    self.over_work_limit
+                        .set(Some(if allowed < self.max_step_work {
+                            WorkLimit::Budget {
+                                per_byte: self.work_per_byte,
+                                burst: self.work_burst,
+                            }
+                        } else {
+                            WorkLimit::Step(self.max_step_work)
+                        }));
                     self.overlay.clear();
                     return false;
                 }
@@ -383,6 +457,7 @@ impl GlrState {
         }
         self.frames.push(self.groups.len() as u32);
         self.marks.push(mark);
+        self.work_credit = credit.saturating_sub(self.scratch.effort - effort_before);
         true
     }
 
@@ -443,7 +518,8 @@ impl GlrState {
         scratch.effort_limit = EffortLimit(scratch.effort.saturating_add(self.max_step_work));
         let accepting = self.accepting(tables, &mut guard);
         let over = std::mem::take(&mut guard.0.exceeded);
-        self.over_work_limit.set(over);
+        self.over_work_limit
+            .set(over.then_some(WorkLimit::Step(self.max_step_work)));
         accepting && !over
     }
 
@@ -500,6 +576,9 @@ impl Clone for GlrState {
             base: self.base,
             history: self.history.clone(),
             max_step_work: self.max_step_work,
+            work_per_byte: self.work_per_byte,
+            work_burst: self.work_burst,
+            work_credit: self.work_credit,
             over_work_limit: self.over_work_limit.clone(),
             scratch: self.scratch.fresh(),
             overlay: Gss::default(),
@@ -522,6 +601,9 @@ impl Clone for GlrState {
         self.base = source.base;
         self.history.continue_from(&source.history);
         self.max_step_work = source.max_step_work;
+        self.work_per_byte = source.work_per_byte;
+        self.work_burst = source.work_burst;
+        self.work_credit = source.work_credit;
         self.over_work_limit.set(source.over_work_limit.get());
         self.scratch.continue_from(&source.scratch);
         self.accept_scratch
@@ -552,10 +634,8 @@ impl crate::ByteRecognizer for GlrRecognizer<'_, '_> {
     fn forget_before(&mut self, pos: usize) {
         self.state.forget_before(pos)
     }
-    fn over_work_limit(&self) -> Option<u64> {
-        self.state
-            .over_work_limit()
-            .then_some(self.state.max_step_work())
+    fn over_work_limit(&self) -> Option<WorkLimit> {
+        self.state.work_limit_hit()
     }
     fn is_accepting(&self) -> bool {
         self.state.is_accepting(&self.tables)
