@@ -871,10 +871,7 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
             let (line, col) = line_col(&text, offset);
             Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}{}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]), trailing_ignore_hint(m.engine(), &text))))
         }
-        Err(
-            e @ (stackmask_runtime::MatchError::WorkLimit { .. }
-            | stackmask_runtime::MatchError::WorkBudget { .. }),
-        ) => {
+        Err(e) if e.is_work_limit() => {
             // Committed a chunk at a time: the work ran out within the next chunk.
             let start = m.bytes_consumed();
             let end = (start + VALIDATE_CHUNK).min(text.len());

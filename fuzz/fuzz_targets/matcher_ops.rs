@@ -84,7 +84,7 @@ fn check_mask(m: &Matcher, s: &Snapshot) {
                 assert!(allowed, "token {t} commits but is not in the mask");
                 probe.rollback(1).expect("rollback of one commit");
             }
-            Err(MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. }) => {}
+            Err(e) if e.is_work_limit() => {}
             Err(e) => assert!(!allowed, "token {t} is in the mask but commit says {e}"),
         }
     }
@@ -129,7 +129,7 @@ fuzz_target!(|data: &[u8]| {
                     }
                     Err(e) => {
                         assert!(
-                            !in_mask(&before.mask, t) || matches!(e, MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. }),
+                            !in_mask(&before.mask, t) || e.is_work_limit(),
                             "token {t} is in the mask but commit says {e}"
                         );
                         assert_eq!(
@@ -159,7 +159,7 @@ fuzz_target!(|data: &[u8]| {
                     }
                     Err(e) => {
                         assert!(
-                            !accepted || matches!(e, MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. }),
+                            !accepted || e.is_work_limit(),
                             "accepts_bytes({bytes:?}) said yes, commit_bytes says {e}"
                         );
                         assert_eq!(
@@ -243,7 +243,7 @@ fuzz_target!(|data: &[u8]| {
                 let committed = copy.commit_bytes(&bytes);
                 assert!(
                     committed.is_ok() == accepted
-                        || matches!(committed, Err(MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. })),
+                        || committed.as_ref().is_err_and(MatchError::is_work_limit),
                     "accepts_bytes({bytes:?}) = {accepted}, commit_bytes on a copy: {committed:?}"
                 );
             }

@@ -52,9 +52,7 @@ impl Matcher {
                 "token {token} is not in the vocabulary ({} tokens)",
                 self.session().engine().meta().vocab_len
             ))),
-            Err(e @ (MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. })) => {
-                Err(match_error(e))
-            }
+            Err(e) if e.is_work_limit() => Err(match_error(e)),
             Err(_) => Ok(false),
         }
     }
@@ -154,9 +152,7 @@ impl Matcher {
     fn accept_bytes(&mut self, data: &[u8]) -> PyResult<bool> {
         match self.session().commit_bytes(data) {
             Ok(()) => Ok(true),
-            Err(e @ (MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. })) => {
-                Err(match_error(e))
-            }
+            Err(e) if e.is_work_limit() => Err(match_error(e)),
             Err(_) => Ok(false),
         }
     }

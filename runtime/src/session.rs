@@ -84,8 +84,19 @@ pub enum MatchError {
 }
 
 impl MatchError {
-    /// The error for a byte refused by a work limit.
-    fn of_work_limit(limit: crate::glr::WorkLimit) -> MatchError {
+    /// Whether a work limit refused the commit ([`MatchError::WorkLimit`] or
+    /// [`MatchError::WorkBudget`]), not the grammar: the text may well be allowed.
+    pub fn is_work_limit(&self) -> bool {
+        matches!(
+            self,
+            MatchError::WorkLimit { .. } | MatchError::WorkBudget { .. }
+        )
+    }
+}
+
+/// The error for a byte refused by a work limit.
+impl From<crate::glr::WorkLimit> for MatchError {
+    fn from(limit: crate::glr::WorkLimit) -> MatchError {
         match limit {
             crate::glr::WorkLimit::Step(limit) => MatchError::WorkLimit { limit },
             crate::glr::WorkLimit::Budget { per_byte, burst } => {
@@ -214,7 +225,7 @@ impl Session {
         if token == vocab.eos {
             if !rec.is_accepting() {
                 return Err(match rec.over_work_limit() {
-                    Some(limit) => MatchError::of_work_limit(limit),
+                    Some(limit) => limit.into(),
                     None => MatchError::EosNotAllowed,
                 });
             }
@@ -229,7 +240,7 @@ impl Session {
         }
         if !rec.push_bytes(vocab.token_bytes(token)) {
             return Err(match rec.over_work_limit() {
-                Some(limit) => MatchError::of_work_limit(limit),
+                Some(limit) => limit.into(),
                 None => MatchError::Rejected { token },
             });
         }
@@ -250,7 +261,7 @@ impl Session {
                 let over = rec.over_work_limit();
                 rec.pop_bytes(i);
                 return Err(match over {
-                    Some(limit) => MatchError::of_work_limit(limit),
+                    Some(limit) => limit.into(),
                     None => MatchError::RejectedBytes { offset: i },
                 });
             }
