@@ -177,7 +177,10 @@ fn compile_terminal_with<E>(
     };
     let built = match (base, difference) {
         (Some(base), Some(d)) => build_difference(&base, &d.words, max_states, states_limit, poll)?,
-        _ => build_terminal(regex, limits, max_states, states_limit, poll)?,
+        _ => match build_literal(regex, limits, max_states, states_limit) {
+            Some(built) => built,
+            None => build_terminal(regex, limits, max_states, states_limit, poll)?,
+        },
     };
     Ok(built.map(|(reachable, dfa)| {
         if reachable >= TerminalCache::MIN_STATES || started.elapsed() >= TerminalCache::MIN_TIME {
@@ -377,6 +380,95 @@ fn build_terminal<E>(
         column,
     };
     Ok(finish_table(&by_class, &accepting, order.len()))
+}
+
+/// Longest literal [`build_literal`] builds (bytes): far below what any size limit
+/// of at least [`LITERAL_MIN_LIMIT_BYTES`] could refuse.
+const MAX_LITERAL_BYTES: usize = 256;
+/// Smallest NFA and determinization memory limits under which [`build_literal`]
+/// builds: a literal of [`MAX_LITERAL_BYTES`] needs a small fraction of this in
+/// regex-automata, so under such limits its build could not fail where ours succeeds.
+const LITERAL_MIN_LIMIT_BYTES: usize = 4 << 20;
+
+/// The table of a terminal whose regex is one literal (a JSON Schema's property names
+/// and keywords, Lark's `"…"`), built as a chain of states without regex-automata;
+/// `None` for any other regex (or a literal too long, or limits too small, to be sure
+/// regex-automata would have built it too), which [`build_terminal`] then builds.
+///
+/// The same table [`build_terminal`] makes, state for state: the chain is what
+/// determinizing a literal gives, and both go through [`finish_table`], whose
+/// minimization numbers states independently of the byte classes it was given. A
+/// schema has hundreds of such terminals (`kb_225`: 293), and each cost 25–45 µs of NFA
+/// compilation and lazy-DFA set-up, against a microsecond or two here.
+fn build_literal(
+    regex: &str,
+    limits: &LexerLimits,
+    max_states: usize,
+    states_limit: (&'static str, usize),
+) -> Option<Result<(usize, ByteDfa), LexerErrorKind>> {
+    if limits.nfa_bytes < LITERAL_MIN_LIMIT_BYTES
+        || limits.determinize_bytes < LITERAL_MIN_LIMIT_BYTES
+        || regex.len() > 4 * MAX_LITERAL_BYTES
+    {
+        return None;
+    }
+    // The syntax `build_terminal` compiles with.
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(false)
+        .build()
+        .parse(regex)
+        .ok()?;
+    let regex_syntax::hir::HirKind::Literal(literal) = hir.kind() else {
+        return None;
+    };
+    let bytes: &[u8] = &literal.0;
+    if bytes.is_empty() || bytes.len() > MAX_LITERAL_BYTES {
+        return None;
+    }
+    // Reachable states as the determinization counts them (and checks against the
+    // limit, a new state at a time): the chain's `len + 1`, and one more that a byte
+    // after the whole literal reaches, which reports the match one byte late and goes
+    // nowhere (the minimization folds it into the dead state).
+    let reachable = bytes.len() + 2;
+    if reachable >= max_states {
+        return Some(Err(over_state_limit(states_limit)));
+    }
+    let states = bytes.len() + 1;
+    // A class per byte of the literal and one for all other bytes, numbered in the
+    // order of their first bytes.
+    let mut column = [u8::MAX; 256];
+    let mut seen = [false; 256];
+    for &b in bytes {
+        seen[b as usize] = true;
+    }
+    let mut width = 0usize;
+    let mut other = u8::MAX;
+    for b in 0..256 {
+        if seen[b] {
+            column[b] = width as u8;
+            width += 1;
+        } else {
+            if other == u8::MAX {
+                other = width as u8;
+                width += 1;
+            }
+            column[b] = other;
+        }
+    }
+    // State 0 is dead, 1 the start; state i + 1 has read the first i bytes.
+    let mut rows = vec![0u32; width * (states + 1)];
+    for (i, &b) in bytes.iter().enumerate() {
+        rows[(i + 1) * width + column[b as usize] as usize] = i as u32 + 2;
+    }
+    let mut accepting = vec![false; states + 1];
+    accepting[states] = true;
+    let by_class = ClassRows {
+        rows,
+        width,
+        column,
+    };
+    Some(finish_table(&by_class, &accepting, reachable))
 }
 
 /// Whether `difference`, built as the lexer builds it, has the table `regex`
@@ -1120,6 +1212,77 @@ mod tests {
             other => panic!("expected the Unicode word boundary error, got {other:?}"),
         }
         assert!(compile_terminal(r"(?-u:\b)foo").is_ok());
+    }
+
+    /// A literal's chain table is the table its regex determinizes to, state for
+    /// state: random literals of repeated, multi-byte, non-UTF-8 and regex-special
+    /// bytes, up to the longest the chain builds, and the state limit met at the same
+    /// length. Anything but one literal is left to the determinization.
+    #[test]
+    fn literal_chains_are_the_determinized_tables() {
+        let l = LexerLimits::default();
+        let limit = (PER_TERMINAL, l.terminal_states);
+        let pool: &[u8] = b"aab\"\\.*()[]{}|?+^$ -\x00\x7f\xc3\xa9\xff";
+        let mut rng = crate::test_rng::XorShift(0x1234_5678_9abc_def1);
+        let mut built = 0;
+        for case in 0..600 {
+            let len = match case {
+                0 => MAX_LITERAL_BYTES,
+                1 => MAX_LITERAL_BYTES + 1,
+                _ => 1 + rng.below(40) as usize,
+            };
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| pool[rng.below(pool.len() as u64) as usize])
+                .collect();
+            // Each byte written as `(?-u:\xNN)` or, for printable ASCII, escaped.
+            let regex: String = bytes
+                .iter()
+                .map(|&b| {
+                    if b.is_ascii_graphic() || b == b' ' {
+                        regex_syntax::escape(&(b as char).to_string())
+                    } else {
+                        format!("(?-u:\\x{b:02X})")
+                    }
+                })
+                .collect();
+            let chain = build_literal(&regex, &l, l.terminal_states, limit);
+            if len > MAX_LITERAL_BYTES {
+                assert!(chain.is_none(), "{regex}");
+                continue;
+            }
+            let chain = chain.unwrap_or_else(|| panic!("{regex}: not one literal"));
+            let summary = |r: &Result<(usize, ByteDfa), LexerErrorKind>| match r {
+                Ok((n, d)) => format!("{n} reachable, {} states", d.num_states()),
+                Err(e) => e.to_string(),
+            };
+            let determinized = build(&regex, &l, l.terminal_states, limit);
+            assert!(
+                chain == determinized,
+                "{len} bytes: {} against {}",
+                summary(&chain),
+                summary(&determinized)
+            );
+            // State limits about the chain's length: refused, or built, alike.
+            for tight in len..len + 4 {
+                assert!(
+                    build_literal(&regex, &l, tight, ("tight", tight)).expect("a literal")
+                        == build(&regex, &l, tight, ("tight", tight)),
+                    "{len} bytes, at most {tight} states"
+                );
+            }
+            built += 1;
+        }
+        assert!(built > 500);
+        for not_literal in ["a|b", "ab*", "(?i:ab)", "[a]b", "", "a(?:)"] {
+            assert!(
+                build_literal(not_literal, &l, l.terminal_states, limit).is_none()
+                    || regex_syntax::parse(not_literal)
+                        .is_ok_and(|h| matches!(h.kind(), regex_syntax::hir::HirKind::Literal(_))),
+                "{not_literal}"
+            );
+        }
+        assert!(build_literal("ab*", &l, l.terminal_states, limit).is_none());
+        assert!(build_literal("", &l, l.terminal_states, limit).is_none());
     }
 
     #[test]
