@@ -89,6 +89,16 @@ pub struct Generator<'a> {
     /// printing it was most of the front end's time on such schemas. `Hir` has no
     /// `Hash`; the distinct ones per schema are few, so they are searched in turn.
     string_terminals: Vec<(Hir, Result<String, String>)>,
+    /// The regexes of `lo..=hi` string characters (a chunked string's chunk and end
+    /// terminals), by their bounds: every chunked string of a schema with the same
+    /// `maxLength` has the same ones.
+    chars_terminals: HashMap<(u64, u64), Result<String, String>>,
+    /// The regexes of "any other name" terminals, by their language as a
+    /// [`Difference`] (which is their names' language, [`string_lang::none_of_within`]
+    /// of the declared names and an alphabet, written otherwise): a large schema
+    /// repeats an object under many paths (Kubernetes inlines `ObjectMeta` dozens of
+    /// times), and each wrote the same regex of its names' trie again.
+    name_terminals: HashMap<(String, Vec<Vec<u8>>), Result<String, String>>,
 }
 
 impl any_order::RuleSink for Generator<'_> {
@@ -189,6 +199,8 @@ impl<'a> Generator<'a> {
             memo: HashMap::new(),
             string_bodies: HashMap::new(),
             string_terminals: Vec::new(),
+            chars_terminals: HashMap::new(),
+            name_terminals: HashMap::new(),
         }
     }
 
@@ -1397,8 +1409,16 @@ impl<'a> Generator<'a> {
 
     /// The terminal of `lo..=hi` string characters (no quotes), named `what at ptr`.
     fn string_chars_terminal(&mut self, lo: u64, hi: u64, what: &str, ptr: &str) -> R<Symbol> {
-        let h = string_lang::repeat(string_lang::any_char(), lo as u32, Some(hi as u32));
-        let regex = string_lang::encode(&h).map_err(|e| {
+        let regex = match self.chars_terminals.get(&(lo, hi)) {
+            Some(regex) => regex.clone(),
+            None => {
+                let h = string_lang::repeat(string_lang::any_char(), lo as u32, Some(hi as u32));
+                let regex = string_lang::encode(&h).map(|h| h.to_string());
+                self.chars_terminals.insert((lo, hi), regex.clone());
+                regex
+            }
+        };
+        let regex = regex.map_err(|e| {
             issue(
                 ptr,
                 Some("maxLength"),
@@ -1406,7 +1426,7 @@ impl<'a> Generator<'a> {
             )
         })?;
         Ok(Symbol::Terminal(
-            self.term(&format!("{what} at {ptr}"), &regex.to_string()),
+            self.term(&format!("{what} at {ptr}"), &regex),
         ))
     }
 
@@ -1917,8 +1937,15 @@ impl<'a> Generator<'a> {
         }
         let mut extra_syms = Vec::new();
         for (h, s, p, difference) in &extras {
-            let re = string_lang::string_terminal(h)
-                .map_err(|e| issue(p, Some("patternProperties"), e))?;
+            let re = match difference {
+                Some(d) => self
+                    .name_terminals
+                    .entry((d.base.clone(), d.words.clone()))
+                    .or_insert_with(|| string_lang::string_terminal(h))
+                    .clone(),
+                None => string_lang::string_terminal(h),
+            }
+            .map_err(|e| issue(p, Some("patternProperties"), e))?;
             let key = self.term(&format!("property name at {p}"), &re);
             if let Some(d) = difference {
                 self.terminals[key as usize].difference = Some(d.clone());

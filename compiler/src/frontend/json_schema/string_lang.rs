@@ -647,6 +647,12 @@ pub fn encode(h: &Hir) -> Result<Hir, String> {
         HirKind::Literal(l) => {
             let s = std::str::from_utf8(&l.0)
                 .map_err(|_| "a pattern that matches non-UTF-8 bytes".to_string())?;
+            // Text with nothing to escape is its own encoding (what the concatenation
+            // of its characters' literals is): every declared property name, most
+            // enum values.
+            if !s.chars().any(is_special) {
+                return Ok(h.clone());
+            }
             Hir::concat(s.chars().map(encode_char).collect())
         }
         HirKind::Class(Class::Unicode(c)) => encode_class(c),
@@ -686,6 +692,11 @@ fn special() -> ClassUnicode {
     ])
 }
 
+/// Whether `c` is in [`special`].
+fn is_special(c: char) -> bool {
+    c < '\u{20}' || c == '"' || c == '\\'
+}
+
 fn encode_class(c: &ClassUnicode) -> Hir {
     let mut plain = c.clone();
     plain.difference(&special());
@@ -697,10 +708,31 @@ fn encode_class(c: &ClassUnicode) -> Hir {
     }
     for r in escaped.ranges() {
         for ch in r.start()..=r.end() {
-            alts.push(encode_char(ch));
+            alts.push(special_spellings(ch));
         }
     }
     Hir::alternation(alts)
+}
+
+/// [`encode_char`] of a [`special`] character, written once per process: a class
+/// that holds the control characters (any character but a key's next one, at every
+/// node of a property-name trie) spells out all 32, each a few `format!`s, and that
+/// was most of a names-heavy schema's front end.
+fn special_spellings(c: char) -> Hir {
+    static SPELLINGS: std::sync::OnceLock<Vec<Hir>> = std::sync::OnceLock::new();
+    let spellings = SPELLINGS.get_or_init(|| {
+        (0..=0x7f_u8)
+            .map(char::from)
+            .map(|c| {
+                if is_special(c) {
+                    encode_char(c)
+                } else {
+                    Hir::empty()
+                }
+            })
+            .collect()
+    });
+    spellings[c as usize].clone()
 }
 
 /// The canonical spellings of one character in JSON string text.
@@ -752,6 +784,48 @@ mod tests {
         assert!(!full(&t, "\"\\u0041\""));
         assert!(!full(&t, "\"a\"b\""));
         assert!(!full(&t, "\"\n\""));
+    }
+
+    /// The shortcuts in [`encode`] give the regex the character-by-character
+    /// encoding gives: a literal with nothing to escape is returned as it is, and a
+    /// class's special characters take their kept spellings. Random strings and
+    /// classes over plain, multi-byte and special characters.
+    #[test]
+    fn shortcut_encodings_are_the_character_by_character_ones() {
+        let chars = [
+            'a', 'Z', ' ', 'é', '😀', '"', '\\', '\n', '\u{1}', '\u{1f}', '/',
+        ];
+        let mut rng = crate::test_rng::XorShift(0x0dd0_f00d_1234_5678);
+        for _ in 0..2000 {
+            let len = 1 + rng.below(6) as usize;
+            let text: String = (0..len)
+                .map(|_| chars[rng.below(chars.len() as u64) as usize])
+                .collect();
+            let by_chars = Hir::concat(text.chars().map(encode_char).collect());
+            let literal = Hir::literal(text.clone().into_bytes());
+            assert_eq!(encode(&literal).unwrap(), by_chars, "{text:?}");
+            let class = ClassUnicode::new(text.chars().map(|c| ClassUnicodeRange::new(c, c)));
+            let mut plain = class.clone();
+            plain.difference(&special());
+            let mut escaped = class.clone();
+            escaped.intersect(&special());
+            let mut alts = Vec::new();
+            if plain.ranges().iter().next().is_some() {
+                alts.push(Hir::class(Class::Unicode(plain)));
+            }
+            alts.extend(
+                escaped
+                    .ranges()
+                    .iter()
+                    .flat_map(|r| r.start()..=r.end())
+                    .map(encode_char),
+            );
+            assert_eq!(encode_class(&class), Hir::alternation(alts), "{text:?}");
+        }
+        assert_eq!(
+            string_terminal(&any_string()).unwrap(),
+            string_terminal(&repeat(any_char(), 0, None)).unwrap()
+        );
     }
 
     #[test]

@@ -616,6 +616,38 @@ fn short_length_bounds_are_exact_at_and_around_every_chunk() {
     }
 }
 
+/// Chunked strings of one schema whose bounds share a chunk or an end (the front end
+/// writes each `lo..=hi` terminal once per schema): each string keeps its own bounds.
+#[test]
+fn chunked_strings_of_one_schema_keep_their_own_bounds() {
+    let c = super::chunked_string::CHUNK_CHARS as usize;
+    let bounds = [
+        (c, 2 * c + 1),
+        (c + 1, 2 * c + 1),
+        (1, 2 * c + 2),
+        (c, 3 * c - 2),
+    ];
+    let mut properties = serde_json::Map::new();
+    for (i, (lo, hi)) in bounds.iter().enumerate() {
+        properties.insert(
+            format!("s{i}"),
+            json!({"type": "string", "minLength": lo, "maxLength": hi}),
+        );
+    }
+    let s = json!({"type": "object", "properties": properties});
+    let ok = accepts(&s, &SchemaOptions::default());
+    for (i, &(lo, hi)) in bounds.iter().enumerate() {
+        for n in [lo - 1, lo, lo + 1, hi - 1, hi, hi + 1] {
+            let value = "é".repeat(n);
+            assert_eq!(
+                ok(&json!({ format!("s{i}"): value }).to_string()),
+                (lo..=hi).contains(&n),
+                "s{i} ({lo}..={hi}): {n} characters"
+            );
+        }
+    }
+}
+
 #[test]
 fn property_names_outside_a_list_and_not_no_names() {
     let objects = member_subsets(&["1", "2", "3", "4"], &json!([1, 2]));
