@@ -98,8 +98,11 @@ pub struct Generator<'a> {
     /// of the declared names and an alphabet, written otherwise): a large schema
     /// repeats an object under many paths (Kubernetes inlines `ObjectMeta` dozens of
     /// times), and each wrote the same regex of its names' trie again.
-    name_terminals: HashMap<(String, Vec<Vec<u8>>), Result<String, String>>,
+    name_terminals: HashMap<(String, Vec<Vec<u8>>), Written>,
 }
+
+/// A terminal's regex as written, or why it cannot be.
+type Written = Result<String, String>;
 
 impl any_order::RuleSink for Generator<'_> {
     fn nonterminal(&mut self, name: &str) -> R<u32> {
