@@ -123,7 +123,8 @@ fn main() {
             dfas,
         };
         lap(1, &mut times);
-        let Ok(parser) = pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline)
+        let Ok(parser) =
+            pipeline::compile_owned_parser_within(lexed, options.lr_limits(), &deadline)
         else {
             continue;
         };

@@ -716,7 +716,7 @@ fn compile_for_vocab(
 ) -> Result<(Vec<u8>, u32), Failure> {
     let deadline = options.budget.start();
     let (lexed, source) = load_source(path, args, &deadline)?;
-    let compiled = pipeline::compile_parser_within(&lexed, options.lr_limits(), &deadline)?;
+    let compiled = pipeline::compile_owned_parser_within(lexed, options.lr_limits(), &deadline)?;
     let built = pipeline::build_artifact_for_vocab(
         &compiled,
         &source,

@@ -15,7 +15,7 @@ use stackmask_compiler::budget::{CancelFlag, Deadline};
 use stackmask_compiler::frontend::json_schema::{PropertyOrder, SchemaOptions, Whitespace};
 use stackmask_compiler::pipeline::PreparedTrie;
 use stackmask_compiler::pipeline::{
-    build_artifact_for_vocab, compile_parser_within, lex_grammar_source_within,
+    build_artifact_for_vocab, compile_owned_parser_within, lex_grammar_source_within,
     lex_schema_source_within, ArtifactForm, CompileOptions, LexedGrammar, VocabInputs,
 };
 use stackmask_compiler::vocab::build_trie;
@@ -176,8 +176,8 @@ impl Compiler {
         options: &CompileOptions,
         deadline: &Deadline,
     ) -> Result<Engine, PyErr> {
-        let compiled =
-            compile_parser_within(&lexed, options.lr_limits(), deadline).map_err(compile_error)?;
+        let compiled = compile_owned_parser_within(lexed, options.lr_limits(), deadline)
+            .map_err(compile_error)?;
         let vocab = &self.vocab.vocab;
         let built = build_artifact_for_vocab(
             &compiled,
