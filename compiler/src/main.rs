@@ -120,6 +120,8 @@ enum Command {
         artifact: PathBuf,
         /// The document.
         file: PathBuf,
+        #[command(flatten)]
+        work: WorkArgs,
     },
     /// Tokenize a document canonically and check, step by step, that every next token
     /// is in the mask, and that EOS is allowed at the end. Runs the compiled path on an
@@ -143,6 +145,8 @@ enum Command {
         /// fail on the first difference.
         #[arg(long, requires = "artifact")]
         check_reference: bool,
+        #[command(flatten)]
+        work: WorkArgs,
     },
     /// Latency percentiles (p50 … p99.9, max) of get_mask, commit, mask+commit,
     /// new matcher, clone and load, replaying the documents in DIR (tokenized
@@ -204,6 +208,45 @@ struct PeerArgs {
     /// Seconds after which a peer's driver is stopped and reported as not finished.
     #[arg(long)]
     peer_timeout: Option<u64>,
+}
+
+/// The GLR work limits of the compiled matcher `validate` and `trace` run (README
+/// "Limits"): a pathologically ambiguous grammar ends in a named error within them. Not
+/// given, the runtime's defaults (`glr::DEFAULT_*`, shown in `--help`). The reference
+/// path of `trace --grammar` has no such limits, so there they are refused.
+#[derive(clap::Args, Clone, Copy)]
+struct WorkArgs {
+    /// Most units of GLR work (GSS edges looked at) for one byte (max_step_work)
+    /// [default: 20000000].
+    #[arg(long, value_name = "UNITS")]
+    max_step_work: Option<u64>,
+    /// Units of work each consumed byte adds to the parse's budget (work_per_byte)
+    /// [default: 1000].
+    #[arg(long, value_name = "UNITS")]
+    work_per_byte: Option<u64>,
+    /// Most units the parse's budget holds (work_burst): over any n bytes the parse
+    /// does at most work_burst + n × work_per_byte units [default: 100000000].
+    #[arg(long, value_name = "UNITS")]
+    work_burst: Option<u64>,
+}
+
+impl WorkArgs {
+    /// Sets the limits given on `m`, the others left at their defaults.
+    fn apply(self, m: &mut Matcher) {
+        if let Some(max) = self.max_step_work {
+            m.set_max_step_work(max);
+        }
+        let (per_byte, burst) = m.work_budget();
+        m.set_work_budget(
+            self.work_per_byte.unwrap_or(per_byte),
+            self.work_burst.unwrap_or(burst),
+        );
+    }
+
+    /// Whether any limit was given.
+    fn any(self) -> bool {
+        self.max_step_work.is_some() || self.work_per_byte.is_some() || self.work_burst.is_some()
+    }
 }
 
 /// How to read the grammar file: Lark, or JSON Schema (by `.json` or `--format`).
@@ -300,6 +343,16 @@ fn rejected(message: String) -> Failure {
     Failure { code: 1, message }
 }
 
+/// A refused commit of the compiled matcher: a work limit is no verdict on the text, so
+/// it is an error (exit 2, as in `validate`); anything else a rejection.
+fn commit_failure(e: stackmask_runtime::MatchError) -> Failure {
+    if e.is_work_limit() {
+        e.into()
+    } else {
+        rejected(e.to_string())
+    }
+}
+
 /// Writes to stdout; a closed pipe (`| head`) ends the program quietly.
 macro_rules! out {
     ($($arg:tt)*) => {
@@ -389,7 +442,11 @@ fn main() -> ExitCode {
             slowest,
             &peers,
         ),
-        Command::Validate { artifact, file } => validate(&artifact, &file),
+        Command::Validate {
+            artifact,
+            file,
+            work,
+        } => validate(&artifact, &file, work),
         Command::Trace {
             artifact,
             grammar,
@@ -397,14 +454,27 @@ fn main() -> ExitCode {
             text,
             jsonl,
             check_reference,
+            work,
         } => match (artifact, grammar) {
-            (Some(a), None) => {
-                trace_artifact(&a, tokenizer.as_deref(), &text, jsonl, check_reference)
-            }
+            (Some(a), None) => trace_artifact(
+                &a,
+                tokenizer.as_deref(),
+                &text,
+                jsonl,
+                check_reference,
+                work,
+            ),
             (None, Some(_)) if check_reference => Err(Failure {
                 code: 2,
                 message: "--check-reference compares an ARTIFACT's compiled masks with its \
                           reference path; with --grammar there is only the reference path"
+                    .into(),
+            }),
+            (None, Some(_)) if work.any() => Err(Failure {
+                code: 2,
+                message: "--max-step-work, --work-per-byte and --work-burst limit the compiled \
+                          path's GLR parser (an ARTIFACT); the reference path of --grammar has \
+                          no such limits"
                     .into(),
             }),
             (None, Some(g)) => {
@@ -848,10 +918,11 @@ fn line_col(text: &[u8], offset: usize) -> (usize, usize) {
 /// stay undoable until it completes).
 const VALIDATE_CHUNK: usize = 4096;
 
-fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
+fn validate(artifact: &Path, file: &Path, work: WorkArgs) -> Result<(), Failure> {
     let engine = Arc::new(Engine::load(artifact)?);
     let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let mut m = Matcher::new(engine);
+    work.apply(&mut m);
     // No rollback: the matcher keeps no history, so memory follows the nesting depth
     // and the chunk size, not the file size.
     m.set_max_rollback(0);
@@ -878,20 +949,23 @@ fn validate(artifact: &Path, file: &Path) -> Result<(), Failure> {
             Err(format!("{}: in bytes {start}..{end}: {e}", file.display()).into())
         }
         Err(e) => Err(e.into()),
-        Ok(()) if m.is_accepting() => {
-            out!("{}: ok ({} bytes)", file.display(), text.len());
-            Ok(())
-        }
-        Ok(()) => {
-            let (line, col) = line_col(&text, text.len());
-            Err(rejected(format!(
-                "{}: incomplete at byte {} (line {line}, column {col}): every byte is allowed \
+        Ok(()) => match m.accepting() {
+            Ok(true) => {
+                out!("{}: ok ({} bytes)", file.display(), text.len());
+                Ok(())
+            }
+            Err(e) => Err(format!("{}: at its end: {e}", file.display()).into()),
+            Ok(false) => {
+                let (line, col) = line_col(&text, text.len());
+                Err(rejected(format!(
+                    "{}: incomplete at byte {} (line {line}, column {col}): every byte is allowed \
                  but the text stops before a sentence ends{}",
-                file.display(),
-                text.len(),
-                trailing_ignore_hint(m.engine(), &text)
-            )))
-        }
+                    file.display(),
+                    text.len(),
+                    trailing_ignore_hint(m.engine(), &text)
+                )))
+            }
+        },
     }
 }
 
@@ -952,7 +1026,7 @@ fn run_trace(
     jsonl: bool,
     mask_words: usize,
     mut mask: impl FnMut(&mut [u32]) -> Result<(), Failure>,
-    mut commit: impl FnMut(u32) -> Result<(), String>,
+    mut commit: impl FnMut(u32) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let bytes = std::fs::read(text).map_err(|e| format!("{}: {e}", text.display()))?;
     // Exactly the file's bytes: no SentencePiece dummy-prefix space before them.
@@ -982,7 +1056,10 @@ fn run_trace(
                 "step {step}: {what} is not in the mask ({allowed} tokens allowed)"
             )));
         }
-        commit(token).map_err(|e| rejected(format!("step {step}: {e}")))?;
+        commit(token).map_err(|f| Failure {
+            message: format!("step {step}: {}", f.message),
+            ..f
+        })?;
     }
     if !jsonl {
         out!(
@@ -1009,7 +1086,12 @@ fn trace_reference(grammar: &Path, spec: &str, text: &Path, jsonl: bool) -> Resu
             matcher.borrow_mut().fill_mask(m);
             Ok(())
         },
-        |t| matcher.borrow_mut().commit(t).map_err(|e| e.to_string()),
+        |t| {
+            matcher
+                .borrow_mut()
+                .commit(t)
+                .map_err(|e| rejected(e.to_string()))
+        },
     )
 }
 
@@ -1019,6 +1101,7 @@ fn trace_artifact(
     text: &Path,
     jsonl: bool,
     check_reference: bool,
+    work: WorkArgs,
 ) -> Result<(), Failure> {
     let engine = Arc::new(Engine::load(artifact)?);
     let spec = spec.unwrap_or(&engine.meta().tokenizer).to_string();
@@ -1029,8 +1112,10 @@ fn trace_artifact(
     } else {
         None
     };
+    let mut matcher = Matcher::new(engine.clone());
+    work.apply(&mut matcher);
     let state = std::cell::RefCell::new((
-        Matcher::new(engine.clone()),
+        matcher,
         reference,
         vec![0u32; engine.mask_words()],
         Vec::<u8>::new(),
@@ -1094,9 +1179,10 @@ fn trace_artifact(
         },
         |t| {
             let (matcher, reference, _, prefix) = &mut *state.borrow_mut();
-            matcher.commit(t).map_err(|e| e.to_string())?;
+            matcher.commit(t).map_err(commit_failure)?;
             if let Some(r) = reference {
-                r.commit(t).map_err(|e| format!("reference: {e}"))?;
+                r.commit(t)
+                    .map_err(|e| rejected(format!("reference: {e}")))?;
             }
             if t != eos {
                 prefix.extend_from_slice(vocab.token_bytes(t));

@@ -566,3 +566,90 @@ fn boundaries_left_to_the_trie_walk_are_a_warning() {
     );
     assert!(many.join("expr.smask").is_file() && many.join("json.smask").is_file());
 }
+
+/// `validate` and `trace` take the compiled matcher's GLR work limits: each given limit
+/// is the one that stops a parse, by name; a limit met deciding whether the text is a
+/// sentence at its end is that error, not "incomplete"; the defaults `--help` shows are
+/// the runtime's; and the reference path of `trace --grammar`, which has no such
+/// limits, refuses them.
+#[test]
+fn work_limits_are_flags_of_validate_and_trace() {
+    use stackmask_runtime::glr;
+    let dir = scratch("work-limits");
+    let compile = |name: &str, grammar: &str| {
+        let g = dir.join(format!("{name}.lark"));
+        std::fs::write(&g, grammar).unwrap();
+        let art = dir.join(format!("{name}.smask"));
+        let (code, _, err) = run(&["compile", s(&g), "--tokenizer", "bytes", "-o", s(&art)]);
+        assert_eq!(code, 0, "{err}");
+        (g, art)
+    };
+    let (ambiguous_g, ambiguous) = compile("ambiguous", "start: start start | \"a\"\n");
+    let (_, chain) = compile("chain", "start: \"a\" start | \"a\"\n");
+    let doc = dir.join("doc.txt");
+    std::fs::write(&doc, "aaaa").unwrap();
+    let validate =
+        |art: &PathBuf, flags: &[&str]| run(&[&["validate", s(art), s(&doc)][..], flags].concat());
+    let (code, _, err) = validate(&ambiguous, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = validate(&ambiguous, &["--work-burst", "2", "--work-per-byte", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("at most 2 units plus 0 per byte") && err.contains("work_burst"),
+        "{err}"
+    );
+    let (code, _, err) = validate(&ambiguous, &["--max-step-work", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("more than 0 units") && err.contains("max_step_work"),
+        "{err}"
+    );
+    // Every byte of the chain within the limit; deciding that the text ends a sentence not.
+    let (code, _, err) = validate(&chain, &["--max-step-work", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("at its end") && err.contains("max_step_work"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "trace",
+        s(&ambiguous),
+        "--text",
+        s(&doc),
+        "--tokenizer",
+        "bytes",
+        "--work-burst",
+        "2",
+        "--work-per-byte",
+        "0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("work_burst"), "{err}");
+    let (code, _, err) = run(&[
+        "trace",
+        "--grammar",
+        s(&ambiguous_g),
+        "--tokenizer",
+        "bytes",
+        "--text",
+        s(&doc),
+        "--work-burst",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the reference path of --grammar has no such limits"),
+        "{err}"
+    );
+    let (code, help, err) = run(&["validate", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for default in [
+        glr::DEFAULT_MAX_STEP_WORK,
+        glr::DEFAULT_WORK_PER_BYTE,
+        glr::DEFAULT_WORK_BURST,
+    ] {
+        assert!(help.contains(&format!("[default: {default}]")), "{help}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -191,9 +191,11 @@ impl Matcher {
         })
     }
 
-    /// Whether the text so far is a complete sentence (EOS would be accepted).
-    fn is_accepting(&mut self) -> bool {
-        self.session().is_accepting()
+    /// Whether the text so far is a complete sentence (EOS would be accepted). Raises
+    /// `WorkLimitError` where deciding it needs more GLR work than `max_step_work`
+    /// allows (a `False` would say nothing about the text).
+    fn is_accepting(&mut self) -> PyResult<bool> {
+        self.session().accepting().map_err(match_error)
     }
 
     /// Whether EOS has been accepted (nothing more can be).

@@ -215,6 +215,18 @@ def test_work_limit_is_a_named_error(expr_grammar):
     assert unlimited.accept_bytes(b"1+1+" * 400 + b"1")
 
 
+def test_is_accepting_names_a_work_limit(expr_grammar):
+    """Deciding whether the text is a sentence is GLR work too: past `max_step_work`
+    `is_accepting` raises the named error instead of answering False."""
+    m = stackmask.Matcher(expr_grammar)
+    assert m.accept_bytes(b"1+1")
+    assert m.is_accepting()
+    m = stackmask.Matcher(expr_grammar, max_step_work=0)
+    assert m.accept_bytes(b"1")
+    with pytest.raises(stackmask.WorkLimitError, match="max_step_work"):
+        m.is_accepting()
+
+
 def test_work_budget_bounds_a_whole_parse(expr_grammar):
     """Every byte of a long ambiguous sum stays within the per-byte limit, but the
     parse's work grows with its length at every byte: the budget ends it in the named

@@ -204,9 +204,24 @@ impl Matcher {
         self.session.rollback(&mut rec, n)
     }
 
-    /// Whether the committed bytes form a sentence (EOS allowed).
+    /// Whether the committed bytes form a sentence (EOS allowed). `false` also where
+    /// deciding it needed more GLR work than [`Matcher::set_max_step_work`] allows:
+    /// [`Matcher::accepting`] tells the two apart.
     pub fn is_accepting(&self) -> bool {
         self.state.is_accepting(&self.engine.tables())
+    }
+
+    /// [`Matcher::is_accepting`], with a work limit named: the limit's error where the
+    /// check needed more GLR work than one step may take (its `false` would say nothing
+    /// about the text), as committing EOS reports it.
+    pub fn accepting(&self) -> Result<bool, MatchError> {
+        if self.is_accepting() {
+            return Ok(true);
+        }
+        match self.state.work_limit_hit() {
+            Some(limit) => Err(limit.into()),
+            None => Ok(false),
+        }
     }
 
     /// Whether EOS has been committed.
