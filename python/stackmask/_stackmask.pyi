@@ -220,7 +220,8 @@ class Matcher:
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Writes the allowed next tokens into row ``index`` of an int32 bitmask."""
     def is_accepting(self) -> bool:
-        """Whether the text so far is complete (EOS allowed)."""
+        """Whether the text so far is complete (EOS allowed); ``WorkLimitError`` where
+        deciding it needs more GLR work than ``max_step_work``."""
     def is_terminated(self) -> bool:
         """Whether EOS was accepted."""
     def reset(self) -> None:
