@@ -165,12 +165,6 @@ pub fn build_lexer_configs<E: From<ConfigLimitError> + From<BudgetError>>(
                     // into a state where it can no longer end (`ByteDfa::extends`).
                     .filter(|&g| view.dfa_live(g)),
             );
-            // Most steps kill every lexeme (a name's literal goes on by one byte of
-            // dozens of classes): configuration 0, without hashing.
-            if scratch.is_empty() {
-                next.push(0);
-                continue;
-            }
             scratch.sort_unstable();
             next.push(interner.intern(&scratch)?);
         }
