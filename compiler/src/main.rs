@@ -940,7 +940,7 @@ fn validate(artifact: &Path, file: &Path, work: WorkArgs) -> Result<(), Failure>
     match committed {
         Err(stackmask_runtime::MatchError::RejectedBytes { offset }) => {
             let (line, col) = line_col(&text, offset);
-            Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}{}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]), trailing_ignore_hint(m.engine(), &text))))
+            Err(rejected(format!("{}: rejected at byte {offset} (line {line}, column {col}): no sentence continues {:?}{}", file.display(), String::from_utf8_lossy(&text[offset.saturating_sub(20)..=offset]), trailing_ignore_hint(m.engine(), &text, work))))
         }
         Err(e) if e.is_work_limit() => {
             // Committed a chunk at a time: the work ran out within the next chunk.
@@ -962,7 +962,7 @@ fn validate(artifact: &Path, file: &Path, work: WorkArgs) -> Result<(), Failure>
                  but the text stops before a sentence ends{}",
                     file.display(),
                     text.len(),
-                    trailing_ignore_hint(m.engine(), &text)
+                    trailing_ignore_hint(m.engine(), &text, work)
                 )))
             }
         },
@@ -973,13 +973,15 @@ fn validate(artifact: &Path, file: &Path, work: WorkArgs) -> Result<(), Failure>
 /// reason is the rule users trip on: it is a sentence followed by whitespace, the grammar
 /// `%ignore`s lexemes, and DESIGN.md §1 allows them between two lexemes, not after the
 /// last. Empty when that is not the case.
-fn trailing_ignore_hint(engine: &Arc<Engine>, text: &[u8]) -> String {
+fn trailing_ignore_hint(engine: &Arc<Engine>, text: &[u8], work: WorkArgs) -> String {
     let trimmed = text.trim_ascii_end();
     if trimmed.len() == text.len() || engine.meta().grammar.ignore.is_empty() {
         return String::new();
     }
+    // Under the user's work limits: the hint parses the text again.
     let mut m = Matcher::new(engine.clone());
-    if m.commit_bytes(trimmed).is_err() || !m.is_accepting() {
+    work.apply(&mut m);
+    if m.commit_bytes(trimmed).is_err() || m.accepting() != Ok(true) {
         return String::new();
     }
     let g = &engine.meta().grammar;

@@ -74,7 +74,7 @@ pyo3::create_exception!(
     stackmask,
     WorkLimitError,
     StackmaskError,
-    "A commit needed more parsing work than the matcher allows: for one byte (`max_step_work`) or over a stretch of bytes (`work_burst` plus `work_per_byte` a byte): a highly ambiguous grammar; nothing was committed."
+    "A commit, `is_accepting` or `forced_bytes` needed more parsing work than the matcher allows: for one step, a byte or the check that the text is a sentence (`max_step_work`), or over a stretch of bytes (`work_burst` plus `work_per_byte` a byte): a highly ambiguous grammar; nothing was committed."
 );
 
 /// Registers the exception classes on the module.

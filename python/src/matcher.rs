@@ -224,36 +224,41 @@ impl Matcher {
     /// The jump-forward text: the bytes every continuation must start with (empty when
     /// the text so far is complete, i.e. EOS is possible, or after EOS). The matcher is
     /// unchanged; commit them with `accept_bytes` to skip ahead.
-    fn forced_bytes<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+    fn forced_bytes<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let session = self.session();
-        let forced = py.detach(|| {
+        // A work limit met on the way is raised (`WorkLimitError`): a `false` it caused
+        // would read as a byte the grammar refuses, and force the wrong bytes.
+        let forced = py.detach(|| -> Result<Vec<u8>, MatchError> {
             let mut out = Vec::new();
             if session.is_finished() {
-                return out;
+                return Ok(out);
             }
-            while out.len() < MAX_FORCED_BYTES && !session.is_accepting() {
-                let mut only = None;
-                for b in 0..=255u8 {
-                    if session.accepts_bytes(&[b]) {
-                        if only.is_some() {
-                            only = None;
-                            break;
+            let mut walk = || -> Result<(), MatchError> {
+                while out.len() < MAX_FORCED_BYTES && !session.accepting()? {
+                    let mut only = None;
+                    for b in 0..=255u8 {
+                        if session.try_accepts_bytes(&[b])? {
+                            if only.is_some() {
+                                only = None;
+                                break;
+                            }
+                            only = Some(b);
                         }
-                        only = Some(b);
                     }
+                    let Some(b) = only else { break };
+                    // A work budget spent by the checks above can refuse it: raised.
+                    session.commit_bytes(&[b])?;
+                    out.push(b);
                 }
-                let Some(b) = only else { break };
-                session
-                    .commit_bytes(&[b])
-                    .expect("a byte accepts_bytes allowed");
-                out.push(b);
-            }
+                Ok(())
+            };
+            let walked = walk();
             session
                 .rollback(out.len())
                 .expect("rolling back commits just made");
-            out
+            walked.map(|()| out)
         });
-        PyBytes::new(py, &forced)
+        Ok(PyBytes::new(py, &forced.map_err(match_error)?))
     }
 
     /// Number of bytes committed so far.

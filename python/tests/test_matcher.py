@@ -215,16 +215,36 @@ def test_work_limit_is_a_named_error(expr_grammar):
     assert unlimited.accept_bytes(b"1+1+" * 400 + b"1")
 
 
-def test_is_accepting_names_a_work_limit(expr_grammar):
+@pytest.fixture(scope="module")
+def chain_grammar(small_tokenizer) -> stackmask.Grammar:
+    """`a`s, one or more: its bytes need no GLR work, deciding that it ends does."""
+    return stackmask.Compiler(small_tokenizer).compile_lark(
+        'start: "a" start | "a"\n', "chain.lark"
+    )
+
+
+def test_is_accepting_names_a_work_limit(chain_grammar):
     """Deciding whether the text is a sentence is GLR work too: past `max_step_work`
     `is_accepting` raises the named error instead of answering False."""
-    m = stackmask.Matcher(expr_grammar)
-    assert m.accept_bytes(b"1+1")
+    m = stackmask.Matcher(chain_grammar)
+    assert m.accept_bytes(b"aa")
     assert m.is_accepting()
-    m = stackmask.Matcher(expr_grammar, max_step_work=0)
-    assert m.accept_bytes(b"1")
+    m = stackmask.Matcher(chain_grammar, max_step_work=0)
+    assert m.accept_bytes(b"aa")
     with pytest.raises(stackmask.WorkLimitError, match="max_step_work"):
         m.is_accepting()
+
+
+def test_forced_bytes_names_a_work_limit(chain_grammar):
+    """`forced_bytes` asks whether the text could end and each byte come next: past
+    `max_step_work` it raises the named error instead of reading the limit as a refusal,
+    and the matcher is unchanged."""
+    assert stackmask.Matcher(chain_grammar).forced_bytes() == b"a"
+    m = stackmask.Matcher(chain_grammar, max_step_work=0)
+    assert m.accept_bytes(b"a")
+    with pytest.raises(stackmask.WorkLimitError, match="max_step_work"):
+        m.forced_bytes()
+    assert m.bytes_consumed == 1
 
 
 def test_work_budget_bounds_a_whole_parse(expr_grammar):

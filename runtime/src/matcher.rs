@@ -252,6 +252,21 @@ impl Matcher {
         ok
     }
 
+    /// [`Matcher::accepts_bytes`], with a work limit named (as [`Matcher::accepting`]):
+    /// the limit's error where a byte needed more GLR work than the matcher allows, so
+    /// that `false` means the text refuses them.
+    pub fn try_accepts_bytes(&mut self, bytes: &[u8]) -> Result<bool, MatchError> {
+        if self.accepts_bytes(bytes) {
+            return Ok(true);
+        }
+        // The flag is the refusing byte's own (each byte clears it first); after EOS
+        // nothing was pushed and it is not read.
+        match self.state.work_limit_hit() {
+            Some(limit) if !self.session.finished() => Err(limit.into()),
+            _ => Ok(false),
+        }
+    }
+
     /// Writes the allowed next tokens into `mask` (little-endian `u32` words, token `i`
     /// is bit `i % 32` of word `i / 32`), EOS included when the input so far is a
     /// sentence.

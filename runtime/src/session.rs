@@ -29,11 +29,13 @@ pub enum MatchError {
         /// Offset of the first rejected byte within the committed bytes.
         offset: usize,
     },
-    /// The parse needed more work for one byte than its limit allows: the grammar is
-    /// highly ambiguous here. Nothing was committed.
+    /// The parse needed more work for one step than its limit allows (a byte, or
+    /// deciding whether the text is a sentence): the grammar is highly ambiguous here.
+    /// Nothing was committed.
     #[error(
-        "the parse needs more than {limit} units of GLR work for one byte (max_step_work): \
-         the grammar is too ambiguous here; nothing was committed"
+        "the parse needs more than {limit} units of GLR work for one step, a byte or the \
+         check that the text is a sentence (max_step_work): the grammar is too ambiguous \
+         here; nothing was committed"
     )]
     WorkLimit {
         /// The limit (GSS edges looked at per byte).

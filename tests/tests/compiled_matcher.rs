@@ -1232,6 +1232,34 @@ fn a_commit_past_the_work_limit_is_the_named_error() {
     assert!(m.is_accepting());
 }
 
+/// Deciding whether the text is a sentence, and whether bytes could be committed, are
+/// GLR work under the same limits: `accepting` and `try_accepts_bytes` name a limit
+/// they meet where `is_accepting` and `accepts_bytes` can only say `false`, and say
+/// `Ok(false)` for what the text refuses.
+#[test]
+fn accepting_and_try_accepts_bytes_name_a_work_limit() {
+    let built = cached("expr", "bytes");
+    let engine = engine(&built.bytes);
+    let mut m = Matcher::new(engine.clone());
+    m.commit_bytes(b"1+1").unwrap();
+    assert_eq!(m.accepting(), Ok(true));
+    assert_eq!(m.try_accepts_bytes(b"+1"), Ok(true));
+    assert_eq!(m.try_accepts_bytes(b")"), Ok(false));
+    m.commit_bytes(b"+").unwrap();
+    assert_eq!(m.accepting(), Ok(false));
+    m.set_max_step_work(0);
+    assert!(!m.is_accepting());
+    assert_eq!(m.accepting(), Err(MatchError::WorkLimit { limit: 0 }));
+    assert_eq!(
+        m.try_accepts_bytes(b"1"),
+        Err(MatchError::WorkLimit { limit: 0 })
+    );
+    assert!(!m.accepts_bytes(b"1"));
+    assert_eq!(m.bytes_consumed(), 4);
+    m.set_max_step_work(u64::MAX);
+    assert_eq!(m.try_accepts_bytes(b"1"), Ok(true));
+}
+
 /// Issue 11 (5): every byte of a long ambiguous sum stays under the per-byte limit,
 /// but the work of the whole parse grows with the square of its length at every byte
 /// (2,000 terms took 26 s in `validate`). The work budget ends it in its own named
