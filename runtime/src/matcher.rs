@@ -215,12 +215,15 @@ impl Matcher {
     /// check needed more GLR work than one step may take (its `false` would say nothing
     /// about the text), as committing EOS reports it.
     pub fn accepting(&self) -> Result<bool, MatchError> {
-        if self.is_accepting() {
-            return Ok(true);
-        }
+        self.named_work_limit(self.is_accepting())
+    }
+
+    /// `answer` from a check of the GLR state, or the work limit that cut it short: a
+    /// check that fails clears the flag first and sets it only for its own work.
+    fn named_work_limit(&self, answer: bool) -> Result<bool, MatchError> {
         match self.state.work_limit_hit() {
-            Some(limit) => Err(limit.into()),
-            None => Ok(false),
+            Some(limit) if !answer => Err(limit.into()),
+            _ => Ok(answer),
         }
     }
 
@@ -256,15 +259,12 @@ impl Matcher {
     /// the limit's error where a byte needed more GLR work than the matcher allows, so
     /// that `false` means the text refuses them.
     pub fn try_accepts_bytes(&mut self, bytes: &[u8]) -> Result<bool, MatchError> {
-        if self.accepts_bytes(bytes) {
-            return Ok(true);
+        // After EOS nothing is pushed, and the flag is an earlier check's.
+        if self.session.finished() {
+            return Ok(false);
         }
-        // The flag is the refusing byte's own (each byte clears it first); after EOS
-        // nothing was pushed and it is not read.
-        match self.state.work_limit_hit() {
-            Some(limit) if !self.session.finished() => Err(limit.into()),
-            _ => Ok(false),
-        }
+        let answer = self.accepts_bytes(bytes);
+        self.named_work_limit(answer)
     }
 
     /// Writes the allowed next tokens into `mask` (little-endian `u32` words, token `i`
