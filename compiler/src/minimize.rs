@@ -74,22 +74,51 @@ fn signature(d: &ParserDwa, block: &[u32], s: usize, sig: &mut Vec<u32>, scratch
     }
 }
 
-/// The successors of state `s`: every keyed and default target, forks as their members.
-fn successors(d: &ParserDwa, s: u32) -> impl Iterator<Item = u32> + '_ {
-    targets(d, s as usize).flat_map(move |t| {
-        let one = (t & ParserDwa::FORK == 0).then_some(t);
-        one.into_iter().chain(members(d, t).iter().copied())
-    })
+/// A list of states for each state (its successors, or its predecessors), in one flat
+/// table. The cycle analysis, the predecessors and the post-order each read every
+/// state's successors, and walking the rows and forks again for each (and a vector
+/// per state for the predecessors and the search's pending successors) cost more than
+/// building this once.
+struct Neighbours {
+    /// Where each state's list starts in `states` (one more entry than states).
+    index: Vec<u32>,
+    states: Vec<u32>,
+}
+
+impl Neighbours {
+    /// Each state's successors: keyed and default targets, forks as their members.
+    fn successors(d: &ParserDwa) -> Neighbours {
+        let n = d.default_target.len();
+        let mut index = Vec::with_capacity(n + 1);
+        let mut states = Vec::with_capacity(d.targets.len() + n);
+        index.push(0);
+        for s in 0..n {
+            for t in targets(d, s) {
+                if t & ParserDwa::FORK == 0 {
+                    states.push(t);
+                } else {
+                    states.extend_from_slice(members(d, t));
+                }
+            }
+            index.push(states.len() as u32);
+        }
+        Neighbours { index, states }
+    }
+
+    /// The list of state `s`.
+    fn get(&self, s: u32) -> &[u32] {
+        &self.states[self.index[s as usize] as usize..self.index[s as usize + 1] as usize]
+    }
 }
 
 /// Whether each state is reachable from a cycle (the stop state's loop on itself aside):
 /// Kahn's algorithm peels states with no predecessor left, and what it cannot peel has a
 /// predecessor on a cycle. The stop state is always in, as a state of its own.
-fn reachable_from_cycles(d: &ParserDwa) -> Vec<bool> {
-    let n = d.default_target.len();
+fn reachable_from_cycles(succ: &Neighbours) -> Vec<bool> {
+    let n = succ.index.len() - 1;
     let mut preds = vec![0u32; n];
     for s in 1..n as u32 {
-        for t in successors(d, s).filter(|&t| t != 0) {
+        for &t in succ.get(s).iter().filter(|&&t| t != 0) {
             preds[t as usize] += 1;
         }
     }
@@ -97,7 +126,7 @@ fn reachable_from_cycles(d: &ParserDwa) -> Vec<bool> {
     let mut core = vec![true; n];
     while let Some(s) = peel.pop() {
         core[s as usize] = false;
-        for t in successors(d, s).filter(|&t| t != 0) {
+        for &t in succ.get(s).iter().filter(|&&t| t != 0) {
             preds[t as usize] -= 1;
             if preds[t as usize] == 0 {
                 peel.push(t);
@@ -108,38 +137,59 @@ fn reachable_from_cycles(d: &ParserDwa) -> Vec<bool> {
 }
 
 /// The states outside `core` in post-order (every state after the states it leads to);
-/// they form an acyclic graph, since every cycle lies in the core.
-fn post_order_outside(d: &ParserDwa, core: &[bool]) -> Vec<u32> {
-    let n = d.default_target.len();
+/// they form an acyclic graph, since every cycle lies in the core. A depth-first search
+/// on one stack: a state is pushed again, marked, under its successors, and listed when
+/// that mark comes back up; a successor already seen is finished, since the graph
+/// outside the core has no cycle.
+fn post_order_outside(succ: &Neighbours, core: &[bool]) -> Vec<u32> {
+    const LIST: u32 = 1 << 31;
+    let n = core.len();
     let mut done: Vec<bool> = core.to_vec();
     let mut order = Vec::with_capacity(n);
-    let mut stack: Vec<(u32, Vec<u32>)> = Vec::new();
+    let mut stack: Vec<u32> = Vec::new();
     for root in 0..n as u32 {
-        if done[root as usize] {
-            continue;
-        }
-        done[root as usize] = true;
-        stack.push((root, successors(d, root).collect()));
-        while let Some((s, pending)) = stack.last_mut() {
-            match pending.pop() {
-                Some(c) if !done[c as usize] => {
-                    done[c as usize] = true;
-                    let grand = successors(d, c).collect();
-                    stack.push((c, grand));
-                }
-                Some(_) => {}
-                None => {
-                    order.push(*s);
-                    stack.pop();
-                }
+        stack.push(root);
+        while let Some(s) = stack.pop() {
+            if s & LIST != 0 {
+                order.push(s & !LIST);
+                continue;
             }
+            if std::mem::replace(&mut done[s as usize], true) {
+                continue;
+            }
+            stack.push(s | LIST);
+            stack.extend(succ.get(s).iter().filter(|&&c| !done[c as usize]));
         }
     }
     order
 }
 
+/// The predecessors of each core state among the core's states (all of a core state's
+/// successors are in the core), with a state listed once per edge.
+fn core_predecessors(succ: &Neighbours, core: &[bool], core_states: &[usize]) -> Neighbours {
+    let n = core.len();
+    let mut index = vec![0u32; n + 1];
+    for &s in core_states {
+        for &t in succ.get(s as u32) {
+            index[t as usize + 1] += 1;
+        }
+    }
+    for s in 0..n {
+        index[s + 1] += index[s];
+    }
+    let mut fill = index.clone();
+    let mut states = vec![0u32; index[n] as usize];
+    for &s in core_states {
+        for &t in succ.get(s as u32) {
+            states[fill[t as usize] as usize] = s as u32;
+            fill[t as usize] += 1;
+        }
+    }
+    Neighbours { index, states }
+}
+
 /// Moore's refinement on the core, from one block to the coarsest stable partition
-/// (written into `block`); returns the number of blocks. Block ids stay put where a
+/// (written into `block`). Block ids stay put where a
 /// block does not split, so a round re-signs only the blocks with a member whose
 /// successors changed block in the round before: most of a Parser DWA's core (90% of
 /// its states) settles in the first rounds, and signing all of it in each of 10–20
@@ -150,24 +200,18 @@ fn post_order_outside(d: &ParserDwa, core: &[bool]) -> Vec<u32> {
 /// members a move has touched since it was last signed are signed again, and one other
 /// for the rest (`sign_every_member`: all of them, as the tests' reference): a fifth of
 /// the minimization's instructions on names-heavy MaskBench schemas, whose cores are most
-/// of their 40,000–80,000 states.
+/// of their 40,000–80,000 states. Returns one member of each block, by block id.
 fn refine_core(
     d: &ParserDwa,
+    succ: &Neighbours,
     core: &[bool],
     core_states: &[usize],
     block: &mut [u32],
     poll: &mut crate::budget::Poll<'_>,
     sign_every_member: bool,
-) -> Result<usize, BudgetError> {
+) -> Result<Vec<u32>, BudgetError> {
     let n = d.default_target.len();
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for &s in core_states {
-        for t in successors(d, s as u32) {
-            if core[t as usize] {
-                preds[t as usize].push(s as u32);
-            }
-        }
-    }
+    let preds = core_predecessors(succ, core, core_states);
     // Members of each block, ascending (the stop state first in block 0).
     let mut members: Vec<Vec<u32>> = vec![core_states.iter().map(|&s| s as u32).collect()];
     let mut dirty_blocks: Vec<u32> = vec![0];
@@ -228,14 +272,14 @@ fn refine_core(
                 if to != b {
                     block[s as usize] = to;
                     moved.push(s);
-                    for &p in &preds[s as usize] {
+                    for &p in preds.get(s) {
                         touched_at[p as usize] = clock;
                     }
                 }
             }
         }
         for &s in &moved {
-            for &p in &preds[s as usize] {
+            for &p in preds.get(s) {
                 let b = block[p as usize];
                 if !is_dirty[b as usize] {
                     is_dirty[b as usize] = true;
@@ -244,7 +288,7 @@ fn refine_core(
             }
         }
     }
-    Ok(members.len())
+    Ok(members.iter().map(|m| m[0]).collect())
 }
 
 /// The id of signature `sig`, the next free one if it is new.
@@ -288,32 +332,38 @@ fn minimize_with(
     let mut sig = Vec::new();
     let mut scratch = Vec::new();
     let mut block = vec![0u32; n];
-    let core = reachable_from_cycles(d);
+    let succ = Neighbours::successors(d);
+    let core = reachable_from_cycles(&succ);
     let core_states: Vec<usize> = (0..n).filter(|&s| core[s]).collect();
-    let mut blocks = refine_core(
+    let representatives = refine_core(
         d,
+        &succ,
         &core,
         &core_states,
         &mut block,
         &mut poll,
         sign_every_member,
     )?;
-    // Each core block by its signature over the final blocks, then the other states.
+    let mut blocks = representatives.len();
+    // Each core block by its signature over the final blocks (all its members have
+    // that one: the partition is stable), then the other states.
     let mut ids: FxHashMap<Box<[u32]>, u32> =
         FxHashMap::with_capacity_and_hasher(blocks * 2, Default::default());
-    for &s in &core_states {
-        signature(d, &block, s, &mut sig, &mut scratch);
-        if !ids.contains_key(&sig[..]) {
-            ids.insert(sig.clone().into_boxed_slice(), block[s]);
-        }
+    for (b, &s) in representatives.iter().enumerate() {
+        signature(d, &block, s as usize, &mut sig, &mut scratch);
+        ids.insert(sig.as_slice().into(), b as u32);
     }
     debug_assert_eq!(
         ids.len(),
         blocks,
         "a stable partition has one signature per block"
     );
+    debug_assert!(core_states.iter().all(|&s| {
+        signature(d, &block, s, &mut sig, &mut scratch);
+        ids.get(sig.as_slice()) == Some(&block[s])
+    }));
     // New blocks are numbered after the core's (`blocks` of them, 0 to `blocks - 1`).
-    for s in post_order_outside(d, &core) {
+    for s in post_order_outside(&succ, &core) {
         poll.tick()?;
         signature(d, &block, s as usize, &mut sig, &mut scratch);
         block[s as usize] = match ids.get(&sig[..]) {
