@@ -58,7 +58,6 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use stackmask_formats::{ParserDwa, TablesRef};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -906,20 +905,24 @@ fn build_parser_dwa_with(
         fork_index: vec![0],
         fork_states: Vec::new(),
     };
-    let mut weight_ids: HashMap<Vec<u32>, u32> = HashMap::new();
+    // Fx hashes: these maps see every automaton and token set once (SipHash took about
+    // 1 of the assembly's 5-6 serial ms on names-heavy schemas); ids come from
+    // insertion counts and no map is iterated, so the artifact does not depend on the
+    // hasher.
+    let mut weight_ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
     weight_ids.insert(Vec::new(), 0);
     // Chunks renumbered in order of first use, so that the artifact does not depend
     // on the order the boundaries were built in.
     let store = chunk_store.into_inner().expect("no builder panicked");
     let mut chunk_ids: Vec<u32> = vec![u32::MAX; store.chunks.len()];
-    let mut starts: HashMap<Boundary, u32> = HashMap::new();
+    let mut starts: FxHashMap<Boundary, u32> = FxHashMap::default();
     // Per shared automaton (by address): its start state, once its states are in.
-    let mut start_of: HashMap<*const BoundaryDwa, u32> = HashMap::new();
+    let mut start_of: FxHashMap<*const BoundaryDwa, u32> = FxHashMap::default();
     let mut stats = ParserDwaStats {
         boundaries: built.len(),
         ..Default::default()
     };
-    let mut shape_ptrs: std::collections::HashSet<*const DwaShape> = Default::default();
+    let mut shape_ptrs: rustc_hash::FxHashSet<*const DwaShape> = Default::default();
     for (b, dwa) in boundaries.iter().zip(&built) {
         let Some(dwa) = dwa else {
             stats.fallback_boundaries += 1;
