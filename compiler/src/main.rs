@@ -1155,7 +1155,12 @@ fn trace_artifact(
         engine.mask_words(),
         |m| {
             let (matcher, reference, other, prefix) = &mut *state.borrow_mut();
-            matcher.fill_mask(m);
+            // A work limit that cut the token-trie walk's checks (at a boundary the
+            // compiler left to it) is an error (exit 2), not a token outside the mask.
+            matcher.try_fill_mask(m).map_err(|e| Failure {
+                code: 2,
+                message: format!("step {}: the mask: {e}", step.get()),
+            })?;
             if let Some(r) = reference {
                 r.fill_mask(other);
                 if other != m {

@@ -625,6 +625,39 @@ fn work_limits_are_flags_of_validate_and_trace() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("work_burst"), "{err}");
+    // Every boundary left to the token-trie walk, which parses under the limits: the
+    // limit that cuts it is the error, not a token "not in the mask".
+    let walked = dir.join("walked.smask");
+    let (code, _, err) = run(&[
+        "compile",
+        s(&ambiguous_g),
+        "--tokenizer",
+        "bytes",
+        "--boundary-dwa-states",
+        "1",
+        "-o",
+        s(&walked),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let trace_walked = |flags: &[&str]| {
+        let args = [
+            "trace",
+            s(&walked),
+            "--text",
+            s(&doc),
+            "--tokenizer",
+            "bytes",
+        ];
+        run(&[&args[..], flags].concat())
+    };
+    let (code, out, err) = trace_walked(&[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, _, err) = trace_walked(&["--max-step-work", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(": the mask: ") && err.contains("max_step_work"),
+        "{err}"
+    );
     let (code, _, err) = run(&[
         "trace",
         "--grammar",

@@ -137,7 +137,7 @@ fn exercise(engine: Engine, data: &[u8]) {
     let _ = m.is_accepting();
     let _ = m.rollback(2);
     m.fill_mask(&mut mask);
-    m.fill_mask_by_trie_walk(&mut mask);
+    let _ = m.fill_mask_by_trie_walk(&mut mask);
     let _ = engine.reference();
 }
 

@@ -220,12 +220,14 @@ impl Compiler {
 }
 
 /// Compile limits from keyword arguments (`None` keeps the default); `time_limit` in
-/// seconds, `cancel` a [`CancelToken`].
+/// seconds, `cancel` a [`CancelToken`]; `boundary_dwa_states` is `--boundary-dwa-states`
+/// (a boundary whose automaton would pass it is left to the run-time token-trie walk).
 fn options(
     max_lr_states: Option<usize>,
     max_dwa_states: Option<usize>,
     max_weight_bytes: Option<usize>,
     max_table_bytes: Option<u64>,
+    boundary_dwa_states: Option<usize>,
     time_limit: Option<f64>,
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<CompileOptions> {
@@ -249,6 +251,9 @@ fn options(
     }
     if let Some(v) = max_weight_bytes {
         o.dwa.max_weight_bytes = v;
+    }
+    if let Some(v) = boundary_dwa_states {
+        o.dwa.boundary_states = v;
     }
     Ok(o)
 }
@@ -276,7 +281,7 @@ impl Compiler {
     /// Limits end in `CompileLimitError` naming the limit; past `time_limit` seconds,
     /// `CompileTimeLimit` (a `CompileLimitError`); `cancel.cancel()` from another thread
     /// and Ctrl-C stop the compile too (`CompileCancelled`, `KeyboardInterrupt`).
-    #[pyo3(signature = (source, name = "<grammar>", *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, time_limit = None, cancel = None))]
+    #[pyo3(signature = (source, name = "<grammar>", *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, boundary_dwa_states = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_lark(
         &self,
@@ -287,6 +292,7 @@ impl Compiler {
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
         max_table_bytes: Option<u64>,
+        boundary_dwa_states: Option<usize>,
         time_limit: Option<f64>,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
@@ -295,6 +301,7 @@ impl Compiler {
             max_dwa_states,
             max_weight_bytes,
             max_table_bytes,
+            boundary_dwa_states,
             time_limit,
             cancel,
         )?;
@@ -304,7 +311,7 @@ impl Compiler {
     /// Compiles a regex (Python `re` syntax, as in a Lark regex literal; flags go inline,
     /// e.g. `(?i)`): the sentences are the strings the regex matches in full. It must not
     /// match the empty string. `time_limit` and `cancel` as for `compile_lark`.
-    #[pyo3(signature = (pattern, *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, time_limit = None, cancel = None))]
+    #[pyo3(signature = (pattern, *, max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, boundary_dwa_states = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_regex(
         &self,
@@ -314,6 +321,7 @@ impl Compiler {
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
         max_table_bytes: Option<u64>,
+        boundary_dwa_states: Option<usize>,
         time_limit: Option<f64>,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
@@ -325,6 +333,7 @@ impl Compiler {
             max_dwa_states,
             max_weight_bytes,
             max_table_bytes,
+            boundary_dwa_states,
             time_limit,
             cancel,
         )?;
@@ -337,7 +346,7 @@ impl Compiler {
     /// listed in `Grammar.warnings` instead. `whitespace` is `"compact"` (none) or
     /// `"free"`; `property_order` is `"declared"`, `"sorted"`, `"any"` or `"any-or-declared"`. The GIL is released.
     /// `time_limit` and `cancel` as for `compile_lark`.
-    #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, time_limit = None, cancel = None))]
+    #[pyo3(signature = (schema, *, lenient = false, whitespace = "compact", property_order = "declared", max_lr_states = None, max_dwa_states = None, max_weight_bytes = None, max_table_bytes = None, boundary_dwa_states = None, time_limit = None, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
@@ -350,6 +359,7 @@ impl Compiler {
         max_dwa_states: Option<usize>,
         max_weight_bytes: Option<usize>,
         max_table_bytes: Option<u64>,
+        boundary_dwa_states: Option<usize>,
         time_limit: Option<f64>,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Grammar> {
@@ -379,6 +389,7 @@ impl Compiler {
             max_dwa_states,
             max_weight_bytes,
             max_table_bytes,
+            boundary_dwa_states,
             time_limit,
             cancel,
         )?;

@@ -174,6 +174,8 @@ impl Matcher {
     /// Writes the allowed next tokens into row `index` of `bitmask` (int32, shape
     /// `(batch, words)` or `(words,)`, C-contiguous, numpy or CPU torch tensor; no copy).
     /// Bit `i % 32` of word `i / 32` is token `i`. The GIL is released while filling.
+    /// Raises `WorkLimitError` where a work limit cut the token-trie walk the compiler
+    /// left a boundary to (the row is then not the mask).
     #[pyo3(signature = (bitmask, index = 0))]
     fn fill_next_token_bitmask(
         &mut self,
@@ -187,8 +189,9 @@ impl Matcher {
         let session = self.session();
         rows.with_words(|all| {
             let row = &mut all[index * words..(index + 1) * words];
-            py.detach(|| session.fill_mask(row));
-        })
+            py.detach(|| session.try_fill_mask(row))
+        })?
+        .map_err(match_error)
     }
 
     /// Whether the text so far is a complete sentence (EOS would be accepted). Raises
@@ -278,7 +281,8 @@ impl Matcher {
 }
 
 /// Fills row `indices[i]` of `bitmask` for `matchers[i]`, all rows in parallel (rayon)
-/// with the GIL released. A matcher may appear only once.
+/// with the GIL released. A matcher may appear only once. Raises `WorkLimitError` as
+/// `Matcher.fill_next_token_bitmask` does (the rows are then not the masks).
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, indices = None))]
 pub fn fill_next_token_bitmask_batch(
@@ -328,9 +332,11 @@ pub fn fill_next_token_bitmask_batch(
             .collect();
         py.detach(|| {
             work.par_iter_mut()
-                .for_each(|(session, row)| session.fill_mask(row))
-        });
-    })
+                .map(|(session, row)| session.try_fill_mask(row))
+                .collect::<Result<(), MatchError>>()
+        })
+    })?
+    .map_err(match_error)
 }
 
 /// Benchmark aid (`python/bench/overhead.py`): `iterations` Rust `fill_mask` calls on

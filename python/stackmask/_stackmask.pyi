@@ -99,7 +99,10 @@ class CancelToken:
 class Compiler:
     """Compiles grammars for one tokenizer (its token trie is built once).
 
-    Every compile method takes ``time_limit`` (seconds, default none: the whole compile,
+    Every compile method takes ``boundary_dwa_states`` (``--boundary-dwa-states``: a
+    lexer boundary whose automaton would need more states is left to the run-time
+    token-trie walk, which works under the matcher's work limits), ``time_limit``
+    (seconds, default none: the whole compile,
     front end included, ends in :class:`CompileTimeLimit` past it) and ``cancel`` (a
     :class:`CancelToken`). Compiles run with the GIL released and can be interrupted
     with Ctrl-C (``KeyboardInterrupt``): the worker is cancelled before it is raised."""
@@ -114,6 +117,7 @@ class Compiler:
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
         max_table_bytes: Optional[int] = None,
+        boundary_dwa_states: Optional[int] = None,
         time_limit: Optional[float] = None,
         cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
@@ -128,6 +132,7 @@ class Compiler:
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
         max_table_bytes: Optional[int] = None,
+        boundary_dwa_states: Optional[int] = None,
         time_limit: Optional[float] = None,
         cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
@@ -143,6 +148,7 @@ class Compiler:
         max_dwa_states: Optional[int] = None,
         max_weight_bytes: Optional[int] = None,
         max_table_bytes: Optional[int] = None,
+        boundary_dwa_states: Optional[int] = None,
         time_limit: Optional[float] = None,
         cancel: Optional[CancelToken] = None,
     ) -> "Grammar":
@@ -218,7 +224,9 @@ class Matcher:
     def rollback(self, n: int) -> None:
         """Undoes the last ``n`` commits; ``RollbackError`` past ``max_rollback``."""
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
-        """Writes the allowed next tokens into row ``index`` of an int32 bitmask."""
+        """Writes the allowed next tokens into row ``index`` of an int32 bitmask;
+        ``WorkLimitError`` where a work limit cut the token-trie walk of a boundary the
+        compiler left to it."""
     def is_accepting(self) -> bool:
         """Whether the text so far is complete (EOS allowed); ``WorkLimitError`` where
         deciding it needs more GLR work than ``max_step_work``."""
@@ -239,7 +247,8 @@ class Matcher:
 def fill_next_token_bitmask_batch(
     matchers: Sequence[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None
 ) -> None:
-    """Fills row ``indices[i]`` for ``matchers[i]`` in parallel, GIL released."""
+    """Fills row ``indices[i]`` for ``matchers[i]`` in parallel, GIL released;
+    ``WorkLimitError`` as ``Matcher.fill_next_token_bitmask``."""
 
 def apply_token_bitmask_inplace_numpy(
     logits: Any, bitmask: Any, indices: Optional[Sequence[int]] = None

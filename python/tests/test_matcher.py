@@ -247,6 +247,31 @@ def test_forced_bytes_names_a_work_limit(chain_grammar):
     assert m.bytes_consumed == 1
 
 
+def test_a_work_limit_in_the_trie_walk_fallback_is_named(small_tokenizer):
+    """A boundary left to the token-trie walk (`boundary_dwa_states=1`) parses each
+    token's bytes under the matcher's work limits: a limit that cuts the walk raises the
+    named error, for one matcher and in a batch, instead of a mask that quietly lacks
+    the tokens behind it; within the limits the mask is the compiled path's."""
+    source = 'start: start start | "a"\n'
+    compiler = stackmask.Compiler(small_tokenizer)
+    compiled = compiler.compile_lark(source, "ambiguous.lark")
+    walked = compiler.compile_lark(source, "ambiguous.lark", boundary_dwa_states=1)
+    want = stackmask.allocate_token_bitmask(1, small_tokenizer.vocab_size)
+    got = stackmask.allocate_token_bitmask(2, small_tokenizer.vocab_size)
+    c, m = stackmask.Matcher(compiled), stackmask.Matcher(walked)
+    assert c.accept_bytes(b"aa") and m.accept_bytes(b"aa")
+    c.fill_next_token_bitmask(want)
+    m.fill_next_token_bitmask(got)
+    assert np.array_equal(got[0], want[0])
+    limited = stackmask.Matcher(walked, max_step_work=0)
+    assert limited.accept_bytes(b"a")
+    with pytest.raises(stackmask.WorkLimitError, match="max_step_work"):
+        limited.fill_next_token_bitmask(got)
+    with pytest.raises(stackmask.WorkLimitError, match="max_step_work"):
+        stackmask.fill_next_token_bitmask_batch([m, limited], got)
+    assert limited.bytes_consumed == 1
+
+
 def test_work_budget_bounds_a_whole_parse(expr_grammar):
     """Every byte of a long ambiguous sum stays within the per-byte limit, but the
     parse's work grows with its length at every byte: the budget ends it in the named

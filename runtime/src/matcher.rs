@@ -271,10 +271,29 @@ impl Matcher {
     /// is bit `i % 32` of word `i / 32`), EOS included when the input so far is a
     /// sentence.
     ///
+    /// The compiled path does no GLR work, so no work limit applies to it. At a
+    /// boundary the compiler left to the token-trie walk (`stackmask info` counts
+    /// them; no shipped grammar has one), the walk parses each token's bytes, and a
+    /// work limit that cuts one leaves the tokens behind it out: [`Matcher::try_fill_mask`]
+    /// names the limit instead.
+    ///
     /// # Panics
     ///
     /// If `mask` has fewer than `engine.mask_words()` words.
     pub fn fill_mask(&mut self, mask: &mut [u32]) {
+        // The mask without the cut tokens is what this signature can give; callers
+        // that set work limits use `try_fill_mask`.
+        let _ = self.try_fill_mask(mask);
+    }
+
+    /// [`Matcher::fill_mask`], with a work limit named: the limit's error where one cut
+    /// a check of the token-trie walk (the mask then lacks the tokens behind it and is
+    /// not the step's mask). The matcher is unchanged either way.
+    ///
+    /// # Panics
+    ///
+    /// If `mask` has fewer than `engine.mask_words()` words.
+    pub fn try_fill_mask(&mut self, mask: &mut [u32]) -> Result<(), MatchError> {
         let words = self.engine.mask_words();
         assert!(
             mask.len() >= words,
@@ -283,7 +302,7 @@ impl Matcher {
         );
         if self.session.finished() {
             mask.fill(0);
-            return;
+            return Ok(());
         }
         mask[words..].fill(0);
         let low_water = self.state.take_gss_low_water();
@@ -296,29 +315,34 @@ impl Matcher {
             &mut mask[..words],
         ) {
             // A boundary the compiler left to the trie walk (past its budget).
-            self.fill_mask_by_trie_walk(mask);
+            return self.fill_mask_by_trie_walk(mask);
         }
+        Ok(())
     }
 
-    /// The same mask as [`Matcher::fill_mask`], by walking the token trie over the GLR
-    /// parser (milliseconds; for debugging and tests).
-    pub fn fill_mask_by_trie_walk(&mut self, mask: &mut [u32]) {
+    /// The same mask as [`Matcher::try_fill_mask`], by walking the token trie over the
+    /// GLR parser (milliseconds; for debugging and tests), under the matcher's work
+    /// limits.
+    pub fn fill_mask_by_trie_walk(&mut self, mask: &mut [u32]) -> Result<(), MatchError> {
         if self.session.finished() {
             mask.fill(0);
-            return;
+            return Ok(());
         }
         let engine = self.engine.clone();
         let mut rec = GlrRecognizer {
             tables: engine.tables(),
             state: &mut self.state,
         };
-        trie_walk::fill_mask(
+        match trie_walk::fill_mask(
             &mut rec,
             engine.trie(),
             engine.meta().vocab_len as usize,
             engine.meta().eos,
             mask,
-        );
+        ) {
+            Some(limit) => Err(limit.into()),
+            None => Ok(()),
+        }
     }
 }
 

@@ -14,13 +14,18 @@ use stackmask_formats::TrieRef;
 /// far is a sentence. The recognizer is left as it was.
 /// `mask` must have at least `vocab_len.div_ceil(32)` words; `trie` must be valid
 /// ([`TrieRef::validate`]) for `vocab_len`.
+///
+/// Returns the first work limit ([`ByteRecognizer::over_work_limit`]) that made the
+/// recognizer refuse a byte or the sentence check, if one did: the tokens behind it are
+/// then missing from `mask`, which is not the step's mask.
+#[must_use = "a work limit leaves tokens out of the mask"]
 pub fn fill_mask<R: ByteRecognizer + ?Sized>(
     recognizer: &mut R,
     trie: TrieRef<'_>,
     vocab_len: usize,
     eos: u32,
     mask: &mut [u32],
-) {
+) -> Option<crate::glr::WorkLimit> {
     assert!(
         mask.len() >= vocab_len.div_ceil(32),
         "mask has {} words, needs {}",
@@ -31,6 +36,7 @@ pub fn fill_mask<R: ByteRecognizer + ?Sized>(
     let mut set = |id: u32| mask[id as usize / 32] |= 1 << (id % 32);
     // Bytes currently pushed = depth of the node whose subtree we are in.
     let mut pushed = 0usize;
+    let mut cut = None;
     let mut i = 1;
     while i < trie.nodes.len() {
         let node = &trie.nodes[i];
@@ -46,11 +52,15 @@ pub fn fill_mask<R: ByteRecognizer + ?Sized>(
             }
             i += 1;
         } else {
+            cut = cut.or_else(|| recognizer.over_work_limit());
             i = trie.subtree_end(i);
         }
     }
     recognizer.pop_bytes(pushed);
     if recognizer.is_accepting() {
         set(eos);
+    } else {
+        cut = cut.or_else(|| recognizer.over_work_limit());
     }
+    cut
 }

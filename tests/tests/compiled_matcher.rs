@@ -1260,6 +1260,52 @@ fn accepting_and_try_accepts_bytes_name_a_work_limit() {
     assert_eq!(m.try_accepts_bytes(b"1"), Ok(true));
 }
 
+/// At a boundary the compiler left to the token-trie walk, the walk parses each token's
+/// bytes under the matcher's work limits: a limit that cuts a check is the named error
+/// of `try_fill_mask` (and `fill_mask_by_trie_walk`), never a mask that quietly lacks
+/// the tokens behind it; within the limits the walk's mask is the compiled path's. The
+/// matcher is unchanged by a cut walk.
+#[test]
+fn a_work_limit_in_the_trie_walk_fallback_is_named() {
+    let path = compiled_support::workspace_root().join("grammars/expr.lark");
+    let source = std::fs::read_to_string(&path).unwrap();
+    let mut options = stackmask_compiler::pipeline::CompileOptions::default();
+    options.dwa.boundary_states = 1;
+    let walked = stackmask_compiler::pipeline::build_artifact_from_source(
+        &source,
+        &path.display().to_string(),
+        "bytes",
+        &options,
+        |_| {},
+    )
+    .unwrap();
+    let fallback = engine(&walked.bytes);
+    assert!(
+        fallback.meta().mask_stats.fallback_boundaries > 0,
+        "the test needs boundaries left to the trie walk"
+    );
+    let compiled = engine(&cached("expr", "bytes").bytes);
+    let words = fallback.mask_words();
+    let (mut got, mut want) = (vec![0u32; words], vec![0u32; words]);
+    let mut m = Matcher::new(fallback.clone());
+    let mut c = Matcher::new(compiled);
+    for text in [&b"1+("[..], b"2*", b"3)"] {
+        m.commit_bytes(text).unwrap();
+        c.commit_bytes(text).unwrap();
+        assert_eq!(m.try_fill_mask(&mut got), Ok(()));
+        c.fill_mask(&mut want);
+        assert_eq!(got, want, "the trie walk's mask is the compiled path's");
+    }
+    m.set_max_step_work(0);
+    let limit = Err(MatchError::WorkLimit { limit: 0 });
+    assert_eq!(m.try_fill_mask(&mut got), limit);
+    assert_eq!(m.fill_mask_by_trie_walk(&mut got), limit);
+    assert_eq!(m.bytes_consumed(), 7, "a cut walk changes nothing");
+    m.set_max_step_work(u64::MAX);
+    assert_eq!(m.try_fill_mask(&mut got), Ok(()));
+    assert_eq!(got, want);
+}
+
 /// Issue 11 (5): every byte of a long ambiguous sum stays under the per-byte limit,
 /// but the work of the whole parse grows with the square of its length at every byte
 /// (2,000 terms took 26 s in `validate`). The work budget ends it in its own named

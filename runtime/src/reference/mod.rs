@@ -123,12 +123,13 @@ impl ReferenceMatcher {
             return;
         }
         let engine = self.engine.clone();
-        trie_walk::fill_mask(
+        let cut = trie_walk::fill_mask(
             &mut self.recognizer,
             engine.trie.view(),
             engine.vocab.len(),
             engine.vocab.eos,
             mask,
         );
+        debug_assert!(cut.is_none(), "the Earley recognizer has no work limits");
     }
 }
