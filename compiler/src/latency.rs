@@ -103,8 +103,7 @@ impl Subject for StackmaskSubject {
     }
 
     fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), String> {
-        self.matcher.fill_mask(mask);
-        Ok(())
+        self.matcher.try_fill_mask(mask).map_err(|e| e.to_string())
     }
 
     fn commit(&mut self, token: u32) -> Result<(), String> {

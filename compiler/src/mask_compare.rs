@@ -137,7 +137,8 @@ pub fn compare(
         }
         committed = rec.step;
         compared += 1;
-        ours.fill_mask(&mut mask);
+        ours.try_fill_mask(&mut mask)
+            .map_err(|e| format!("{}: step {}: {e}", trace.name, rec.step))?;
         if mask == rec.mask {
             continue;
         }

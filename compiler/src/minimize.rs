@@ -144,6 +144,7 @@ fn reachable_from_cycles(succ: &Neighbours) -> Vec<bool> {
 fn post_order_outside(succ: &Neighbours, core: &[bool]) -> Vec<u32> {
     const LIST: u32 = 1 << 31;
     let n = core.len();
+    debug_assert!(n <= LIST as usize, "state numbers leave the top bit free");
     let mut done: Vec<bool> = core.to_vec();
     let mut order = Vec::with_capacity(n);
     let mut stack: Vec<u32> = Vec::new();
@@ -164,10 +165,12 @@ fn post_order_outside(succ: &Neighbours, core: &[bool]) -> Vec<u32> {
     order
 }
 
-/// The predecessors of each core state among the core's states (all of a core state's
-/// successors are in the core), with a state listed once per edge.
-fn core_predecessors(succ: &Neighbours, core: &[bool], core_states: &[usize]) -> Neighbours {
-    let n = core.len();
+/// The predecessors of each core state among the core's states, with a state listed
+/// once per edge. All of a core state's successors are in the core: a successor of a
+/// state reachable from a cycle is reachable from it, and the stop state, whose loop on
+/// itself the cycle analysis leaves out, is always in the core.
+fn core_predecessors(succ: &Neighbours, core_states: &[usize]) -> Neighbours {
+    let n = succ.index.len() - 1;
     let mut index = vec![0u32; n + 1];
     for &s in core_states {
         for &t in succ.get(s as u32) {
@@ -189,9 +192,9 @@ fn core_predecessors(succ: &Neighbours, core: &[bool], core_states: &[usize]) ->
 }
 
 /// Moore's refinement on the core, from one block to the coarsest stable partition
-/// (written into `block`). Block ids stay put where a
-/// block does not split, so a round re-signs only the blocks with a member whose
-/// successors changed block in the round before: most of a Parser DWA's core (90% of
+/// (written into `block`). Block ids stay put where a block does not split, so a round
+/// re-signs only the blocks with a member whose successors changed block in the round
+/// before: most of a Parser DWA's core (90% of
 /// its states) settles in the first rounds, and signing all of it in each of 10–20
 /// rounds was most of the minimization. Splitting a block by signatures over a partial
 /// update is still a refinement the coarsest partition respects, and the loop ends
@@ -200,18 +203,17 @@ fn core_predecessors(succ: &Neighbours, core: &[bool], core_states: &[usize]) ->
 /// members a move has touched since it was last signed are signed again, and one other
 /// for the rest (`sign_every_member`: all of them, as the tests' reference): a fifth of
 /// the minimization's instructions on names-heavy MaskBench schemas, whose cores are most
-/// of their 40,000–80,000 states. Returns one member of each block, by block id.
+/// of their 40,000–80,000 states. Returns each block's smallest member, by block id.
 fn refine_core(
     d: &ParserDwa,
     succ: &Neighbours,
-    core: &[bool],
     core_states: &[usize],
     block: &mut [u32],
     poll: &mut crate::budget::Poll<'_>,
     sign_every_member: bool,
 ) -> Result<Vec<u32>, BudgetError> {
     let n = d.default_target.len();
-    let preds = core_predecessors(succ, core, core_states);
+    let preds = core_predecessors(succ, core_states);
     // Members of each block, ascending (the stop state first in block 0).
     let mut members: Vec<Vec<u32>> = vec![core_states.iter().map(|&s| s as u32).collect()];
     let mut dirty_blocks: Vec<u32> = vec![0];
@@ -338,7 +340,6 @@ fn minimize_with(
     let representatives = refine_core(
         d,
         &succ,
-        &core,
         &core_states,
         &mut block,
         &mut poll,

@@ -148,6 +148,8 @@ impl<'a> TrieRef<'a> {
             }
             if i > 0 {
                 let d = node.depth as usize;
+                // `end > i` (the subtree check above), so a parent that holds the
+                // node's subtree is still open at `i`.
                 if d == 0 || d > open || end > ends[d - 1] || (d < open && ends[d] > i) {
                     return Err(format!("trie: node {i} is not nested in its parent"));
                 }
@@ -388,6 +390,11 @@ mod tests {
                     2 => node.first_token = nudge(node.first_token, r),
                     _ => node.num_tokens = nudge(node.num_tokens, r),
                 }
+            }
+            if round % 1000 == 1 {
+                // Depths far past the parent's, where an index could stray.
+                let i = n - 1;
+                t.nodes[i].depth = [u32::MAX, t.nodes[i].depth + 2, 1 << 31][round / 1000 % 3];
             }
             let want = validate_by_stack(&t.view(), vocab_len);
             assert_eq!(t.view().validate(vocab_len), want, "round {round}: {t:?}");

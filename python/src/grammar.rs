@@ -278,6 +278,8 @@ impl Compiler {
     }
 
     /// Compiles a Lark grammar (`name` appears in error locations). The GIL is released.
+    /// `boundary_dwa_states` (every compile method): a lexer boundary whose automaton
+    /// would need more states is left to the run-time token-trie walk.
     /// Limits end in `CompileLimitError` naming the limit; past `time_limit` seconds,
     /// `CompileTimeLimit` (a `CompileLimitError`); `cancel.cancel()` from another thread
     /// and Ctrl-C stop the compile too (`CompileCancelled`, `KeyboardInterrupt`).

@@ -282,7 +282,8 @@ impl Matcher {
 
 /// Fills row `indices[i]` of `bitmask` for `matchers[i]`, all rows in parallel (rayon)
 /// with the GIL released. A matcher may appear only once. Raises `WorkLimitError` as
-/// `Matcher.fill_next_token_bitmask` does (the rows are then not the masks).
+/// `Matcher.fill_next_token_bitmask` does, for the first such matcher in the batch
+/// (named by its index; its row is then not its mask, the others' rows are).
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, indices = None))]
 pub fn fill_next_token_bitmask_batch(
@@ -330,13 +331,23 @@ pub fn fill_next_token_bitmask_batch(
             .zip(&indices)
             .map(|(g, &i)| (g.session(), slots[i].take().expect("indices are distinct")))
             .collect();
-        py.detach(|| {
+        // Every row is filled; the first error in batch order is raised, naming its
+        // matcher (rayon's `Result` collect would stop at whichever it met first).
+        let results: Vec<Result<(), MatchError>> = py.detach(|| {
             work.par_iter_mut()
                 .map(|(session, row)| session.try_fill_mask(row))
-                .collect::<Result<(), MatchError>>()
-        })
+                .collect()
+        });
+        results
     })?
-    .map_err(match_error)
+    .into_iter()
+    .enumerate()
+    .find_map(|(i, r)| r.err().map(|e| (i, e)))
+    .map_or(Ok(()), |(i, e)| {
+        let err = match_error(e);
+        let message = format!("matchers[{i}]: {}", err.value(py));
+        Err(PyErr::from_type(err.get_type(py), message))
+    })
 }
 
 /// Benchmark aid (`python/bench/overhead.py`): `iterations` Rust `fill_mask` calls on

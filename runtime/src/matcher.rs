@@ -12,8 +12,9 @@
 //!
 //! `fill_mask` walks the precompiled Parser DWA over the GSS (DESIGN.md §2; see
 //! `glr::dwa_walk`): table lookups and sparse ORs, no token trie and no reduce chain.
-//! [`Matcher::fill_mask_by_trie_walk`] keeps the exact token-trie walk over the GLR
-//! parser as a debugging and test path.
+//! [`Matcher::fill_mask_by_trie_walk`] is the exact token-trie walk over the GLR parser:
+//! the masks of boundaries the compiler left to it (past its per-boundary budget), and
+//! a cross-check for tests and debugging.
 
 use crate::engine::Engine;
 use crate::glr::{DwaWalk, GlrRecognizer, GlrState};
@@ -103,6 +104,11 @@ impl Matcher {
     /// The work budget: (units per consumed byte, the most it holds).
     pub fn work_budget(&self) -> (u64, u64) {
         self.state.work_budget()
+    }
+
+    /// The units the work budget holds now: what the next bytes may spend.
+    pub fn work_credit(&self) -> u64 {
+        self.state.work_credit()
     }
 
     /// Sets how many recent masks the matcher keeps to copy instead of recomputing
@@ -320,29 +326,84 @@ impl Matcher {
         Ok(())
     }
 
-    /// The same mask as [`Matcher::try_fill_mask`], by walking the token trie over the
-    /// GLR parser (milliseconds; for debugging and tests), under the matcher's work
-    /// limits.
+    /// The mask by walking the token trie over the GLR parser (milliseconds): what
+    /// [`Matcher::try_fill_mask`] does at a boundary the compiler left to the walk, and
+    /// the same mask as it everywhere else. The walk parses each token's bytes under the
+    /// matcher's work limits, from its work budget as it stands (put back after each);
+    /// `Err` names a limit that cut a check, and the mask then lacks the tokens behind
+    /// it. The matcher is unchanged either way.
+    ///
+    /// # Panics
+    ///
+    /// If `mask` has fewer than `engine.mask_words()` words.
     pub fn fill_mask_by_trie_walk(&mut self, mask: &mut [u32]) -> Result<(), MatchError> {
         if self.session.finished() {
             mask.fill(0);
             return Ok(());
         }
         let engine = self.engine.clone();
-        let mut rec = GlrRecognizer {
-            tables: engine.tables(),
-            state: &mut self.state,
+        let credit = self.state.work_credit();
+        let mut rec = SpeculativeGlr {
+            glr: GlrRecognizer {
+                tables: engine.tables(),
+                state: &mut self.state,
+            },
+            credits: Vec::new(),
         };
-        match trie_walk::fill_mask(
+        let cut = trie_walk::fill_mask(
             &mut rec,
             engine.trie(),
             engine.meta().vocab_len as usize,
             engine.meta().eos,
             mask,
-        ) {
+        );
+        self.state.restore_work_credit(credit);
+        match cut {
             Some(limit) => Err(limit.into()),
             None => Ok(()),
         }
+    }
+}
+
+/// The GLR recognizer as the token-trie walk drives it: each token's bytes are parsed
+/// from the matcher's state as a commit of them would be, so the work budget is put
+/// back as the walk undoes bytes. The walk pushes and pops up to a million bytes; the
+/// work they did would otherwise fill or drain the budget of the parse, and judge a
+/// token by what the tokens walked before it spent.
+struct SpeculativeGlr<'t, 's> {
+    glr: GlrRecognizer<'t, 's>,
+    /// The budget's credit before each byte still pushed.
+    credits: Vec<u64>,
+}
+
+impl crate::ByteRecognizer for SpeculativeGlr<'_, '_> {
+    fn push_byte(&mut self, byte: u8) -> bool {
+        let before = self.glr.state.work_credit();
+        let pushed = self.glr.push_byte(byte);
+        if pushed {
+            self.credits.push(before);
+        } else {
+            self.glr.state.restore_work_credit(before);
+        }
+        pushed
+    }
+    fn pop_bytes(&mut self, n: usize) {
+        self.glr.pop_bytes(n);
+        if n == 0 {
+            return;
+        }
+        let keep = self.credits.len() - n;
+        self.glr.state.restore_work_credit(self.credits[keep]);
+        self.credits.truncate(keep);
+    }
+    fn bytes_consumed(&self) -> usize {
+        self.glr.bytes_consumed()
+    }
+    fn is_accepting(&self) -> bool {
+        self.glr.is_accepting()
+    }
+    fn over_work_limit(&self) -> Option<crate::glr::WorkLimit> {
+        self.glr.over_work_limit()
     }
 }
 

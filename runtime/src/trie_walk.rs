@@ -11,7 +11,8 @@ use stackmask_formats::TrieRef;
 
 /// Fills `mask` (little-endian `u32` words, token `i` is bit `i % 32` of word `i / 32`)
 /// with every token whose bytes the recognizer accepts next, plus EOS when the input so
-/// far is a sentence. The recognizer is left as it was.
+/// far is a sentence. The recognizer's bytes are left as they were (a recognizer with a
+/// work budget keeps what the walk spent unless it puts it back, as `Matcher`'s does).
 /// `mask` must have at least `vocab_len.div_ceil(32)` words; `trie` must be valid
 /// ([`TrieRef::validate`]) for `vocab_len`.
 ///

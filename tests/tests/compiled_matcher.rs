@@ -1304,6 +1304,16 @@ fn a_work_limit_in_the_trie_walk_fallback_is_named() {
     m.set_max_step_work(u64::MAX);
     assert_eq!(m.try_fill_mask(&mut got), Ok(()));
     assert_eq!(got, want);
+    // The walk's bytes are never committed: the work budget is as it was, so a
+    // commit after it does what it does without it.
+    m.set_work_budget(0, 1_000_000);
+    m.commit_bytes(b"+").unwrap();
+    let credit = m.work_credit();
+    assert!(credit < 1_000_000, "the commit spent some of the budget");
+    for _ in 0..3 {
+        assert_eq!(m.try_fill_mask(&mut got), Ok(()));
+        assert_eq!(m.work_credit(), credit, "a walk leaves the budget alone");
+    }
 }
 
 /// Issue 11 (5): every byte of a long ambiguous sum stays under the per-byte limit,

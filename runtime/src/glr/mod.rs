@@ -272,6 +272,17 @@ impl GlrState {
         (self.work_per_byte, self.work_burst)
     }
 
+    /// The units the work budget holds now (what the next bytes may spend).
+    pub fn work_credit(&self) -> u64 {
+        self.work_credit
+    }
+
+    /// Puts the work budget's credit back to `credit`, as it was before bytes that a
+    /// speculative walk has undone (the token-trie walk: its bytes are never committed).
+    pub(crate) fn restore_work_credit(&mut self, credit: u64) {
+        self.work_credit = credit;
+    }
+
     /// Whether the last [`GlrState::push_byte`] or [`GlrState::is_accepting`] answered
     /// `false` for a work limit, not for the text ([`GlrState::work_limit_hit`] says
     /// which).
