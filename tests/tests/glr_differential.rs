@@ -404,6 +404,42 @@ fn right_recursion_costs_linear_work() {
     }
 }
 
+/// Issue 8: `++x;` also lexes as `+ +x;` (each terminal is greedy on its own), and the
+/// two readings rejoin under a chain of precedence levels one level per Farshi round.
+/// A round that revisited every node of the step made that step quadratic in the
+/// chain's depth (C's 16 levels: 340 units and 7 µs for one `;`); rounds visit only
+/// the nodes that can reach a fresh edge. Four times the depth may cost not much more
+/// than four times the extra work of the `++` statement (quadratic: 13 times).
+#[test]
+fn lexings_rejoining_under_a_deep_chain_cost_linear_work() {
+    let grammar = |depth: usize| {
+        let mut g = String::from("start: stmt+\nstmt: e0 \";\"\n");
+        for k in 0..depth {
+            g += &format!("?e{k}: e{k} \"|{k}\" e{next} | e{next}\n", next = k + 1);
+        }
+        g += &format!("?e{depth}: post | \"++\" e{depth} | uop e{depth}\n");
+        g + "uop: \"+\" | \"-\"\n?post: IDENT | post \"++\"\nIDENT: /[a-z]+/\n%ignore \" \"\n"
+    };
+    let extra = |depth: usize| {
+        let lexed = pipeline::lex_grammar_source(&grammar(depth), "chain.lark").unwrap();
+        let compiled = pipeline::compile_parser(&lexed, 100_000).unwrap();
+        let tables = compiled.tables.view();
+        let work = |text: &[u8]| {
+            let mut state = GlrState::new(&tables);
+            for &b in text {
+                assert!(state.push_byte(&tables, b), "depth {depth}");
+            }
+            state.work()
+        };
+        work(b"x; ++x; ") - work(b"x; x; ")
+    };
+    let (shallow, deep) = (extra(16), extra(64));
+    assert!(
+        deep <= 6 * shallow,
+        "the `++` statement's extra work: {shallow} under 16 levels, {deep} under 64"
+    );
+}
+
 /// Issue 11 (6): a parse that forgets what it will never undo holds memory for its
 /// nesting depth, not its length. A JSON array ten times longer may not leave a
 /// larger GSS behind, nor more than a rebuild's worth of undoable bytes (a window of

@@ -3,8 +3,9 @@
 //! Reductions enumerate the GSS paths of the rule's length; nodes created in the step
 //! merge by LR state. When a merge adds an edge to a node that was already processed,
 //! paths through that edge may have been missed (Farshi's observation), so the step
-//! runs further rounds over its nodes, enumerating only the paths that use an edge
-//! added in the previous round — every other path was seen before. Re-finding a known
+//! runs further rounds, enumerating only the paths that use an edge added in the
+//! previous round — every other path was seen before — from only the nodes that can
+//! reach such an edge. Re-finding a known
 //! path is harmless (an existing edge is never added twice), so the rounds end when no
 //! edge is added. This is what keeps ε-rules and hidden left recursion correct.
 //!
@@ -62,6 +63,11 @@ pub(crate) struct StepScratch {
     /// them).
     inner: Vec<(u32, u32)>,
     inner_sorted: Vec<(u32, u32)>,
+    /// `inner` as (to, from), sorted: what leads to a node, for a round's search.
+    inner_by_target: Vec<(u32, u32)>,
+    /// Per node of this step: the round (`round_stamp`) that last queued it.
+    queued_in: Vec<u32>,
+    round_stamp: u32,
     /// Work done so far (edges looked at), for tests of how it grows.
     pub(crate) effort: u64,
     /// `effort` past which a step gives up (the caller's work budget).
@@ -231,7 +237,7 @@ pub(crate) fn step(
         s.inner_sorted.clear();
         s.inner_sorted.extend_from_slice(&s.inner);
         s.inner_sorted.sort_unstable();
-        s.work.extend(s.reduced.iter().map(|&(_, w)| (w, false)));
+        queue_reaching_fresh(s);
     }
     if s.effort > s.effort_limit.0 {
         // The last reduction went past the limit (its paths may be incomplete).
@@ -252,6 +258,57 @@ pub(crate) fn step(
         }
     }
     accepted
+}
+
+/// Queues, for a round through `s.fresh`, the step's nodes that have a path to a
+/// fresh edge: the edges' sources and, through edges among the step's nodes, whatever
+/// leads to them. No other node has such a path (fresh edges start at this step's
+/// nodes, and older nodes never point to them), so the round skips the rest: in a
+/// deterministic reduce chain that two lexings of one text rejoin level by level
+/// (`++x;` read also as `+ +x;`), every round adds one edge one level down, and
+/// visiting every node of the step each round made the step quadratic in the chain.
+fn queue_reaching_fresh(s: &mut StepScratch) {
+    let stamp = s.round_stamp.wrapping_add(1);
+    s.round_stamp = stamp;
+    if stamp == 0 {
+        // The stamps wrapped: old ones could read as this round's.
+        s.queued_in.iter_mut().for_each(|q| *q = 0);
+        s.round_stamp = 1;
+    }
+    let stamp = s.round_stamp;
+    s.queued_in.resize(s.edge_count.len(), 0);
+    s.inner_by_target.clear();
+    s.inner_by_target
+        .extend(s.inner.iter().map(|&(from, to)| (to, from)));
+    s.inner_by_target.sort_unstable();
+    let start = s.work.len();
+    for i in 0..s.fresh.len() {
+        let w = s.fresh[i].0;
+        let local = (w - s.first_node) as usize;
+        if s.queued_in[local] != stamp {
+            s.queued_in[local] = stamp;
+            s.work.push((w, false));
+        }
+    }
+    // `work` doubles as the search's queue: every node it reaches is queued once.
+    let mut next = start;
+    while next < s.work.len() {
+        let to = s.work[next].0;
+        next += 1;
+        let lo = s.inner_by_target.partition_point(|&(t, _)| t < to);
+        for i in lo..s.inner_by_target.len() {
+            let (t, from) = s.inner_by_target[i];
+            if t != to {
+                break;
+            }
+            s.effort += 1;
+            let local = (from - s.first_node) as usize;
+            if s.queued_in[local] != stamp {
+                s.queued_in[local] = stamp;
+                s.work.push((from, false));
+            }
+        }
+    }
 }
 
 /// Collects into `s.ends` the end nodes of the paths of `len` edges from `v` — with
