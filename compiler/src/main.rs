@@ -179,6 +179,11 @@ enum Command {
         /// full mask (engine `write-floor`): what any engine that writes the mask pays.
         #[arg(long)]
         write_floor: bool,
+        /// Also read the clock in a tight loop for SECONDS after the timed runs and say
+        /// how often the machine stopped the thread, and for how long: on a shared VM
+        /// such gaps, not the engines, set the max and can set the p99.9.
+        #[arg(long, value_name = "SECONDS")]
+        machine_gaps: Option<f64>,
         #[command(flatten)]
         peers: PeerArgs,
     },
@@ -427,6 +432,7 @@ fn main() -> ExitCode {
             json,
             slowest,
             write_floor,
+            machine_gaps,
             peers,
         } => bench(
             &artifact,
@@ -441,6 +447,7 @@ fn main() -> ExitCode {
             json,
             slowest,
             &peers,
+            machine_gaps,
         ),
         Command::Validate {
             artifact,
@@ -1255,7 +1262,17 @@ fn bench(
     json: bool,
     slowest: usize,
     peer_args: &PeerArgs,
+    machine_gaps: Option<f64>,
 ) -> Result<(), Failure> {
+    let gaps_for = match machine_gaps {
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= 600.0) => {
+            return Err(format!(
+                "--machine-gaps {s}: give a number of seconds above 0, at most 600"
+            )
+            .into())
+        }
+        s => s.map(std::time::Duration::from_secs_f64),
+    };
     let engine = Arc::new(Engine::load(artifact)?);
     let spec = engine.meta().tokenizer.clone();
     let tokenizer = vocab::load_tokenizer(&spec)?;
@@ -1400,6 +1417,9 @@ fn bench(
         if peer_args.traces_out.is_none() {
             let _ = std::fs::remove_file(path);
         }
+    }
+    if let Some(d) = gaps_for {
+        peer_notes.push(stackmask_peers::machine_gaps::measure(d).summary());
     }
     if json {
         for n in &peer_notes {

@@ -410,6 +410,29 @@ fn bench_merges_a_peer_drivers_report() {
     assert_eq!(floor[0]["op"], "get_mask");
     assert_eq!(floor[0]["count"], masks["count"], "{out}");
 
+    // --machine-gaps: one line on how often the machine stopped the thread, after the
+    // table (on stderr beside --json); a duration that is no duration is refused.
+    let (code, out, err) = with(&["--machine-gaps", "0.05"]);
+    assert_eq!(code, 0, "{err}");
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("machine: one thread reading the clock for ")
+            && last.contains("a 2 µs call meets one"),
+        "{out}"
+    );
+    let (code, out, err) = with(&["--machine-gaps", "0.05", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&out).is_ok(),
+        "{out}"
+    );
+    assert!(err.contains("machine: one thread"), "{err}");
+    for bad in ["0", "-1", "NaN", "601"] {
+        let (code, _, err) = with(&[&format!("--machine-gaps={bad}")]);
+        assert_eq!(code, 2, "--machine-gaps {bad}");
+        assert!(err.contains("give a number of seconds"), "{err}");
+    }
+
     let (code, _, err) = with(&["--peer", &peer]);
     assert_eq!(code, 2);
     assert!(err.contains("--peer needs --grammar"), "{err}");
