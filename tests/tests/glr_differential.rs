@@ -407,9 +407,10 @@ fn right_recursion_costs_linear_work() {
 /// Issue 8: `++x;` also lexes as `+ +x;` (each terminal is greedy on its own), and the
 /// two readings rejoin under a chain of precedence levels one level per Farshi round.
 /// A round that revisited every node of the step made that step quadratic in the
-/// chain's depth (C's 16 levels: 340 units and 7 µs for one `;`); rounds visit only
+/// chain's depth (C's 16 levels: 415 units and 7 µs for one `;`); rounds visit only
 /// the nodes that can reach a fresh edge. Four times the depth may cost not much more
-/// than four times the extra work of the `++` statement (quadratic: 13 times).
+/// than four times the extra work of the `++` statement (the quadratic rounds took 12
+/// times; these take about 2).
 #[test]
 fn lexings_rejoining_under_a_deep_chain_cost_linear_work() {
     let grammar = |depth: usize| {

@@ -1,8 +1,8 @@
 //! How often the machine stops a running thread, and for how long: the floor under any
 //! latency tail measured on it.
 //!
-//! One thread reads the monotonic clock in a tight loop; a gap between two reads longer
-//! than [`GAP_BUCKETS_US`]`[0]` µs is time the thread did not run (an interrupt, the
+//! One thread reads the monotonic clock in a tight loop; a gap between two reads of at
+//! least [`GAP_BUCKETS_US`]`[0]` µs is time the thread did not run (an interrupt, the
 //! hypervisor, another task). On a shared VM such gaps come hundreds of times a second,
 //! and a call lasting `d` µs contains one of `r` gaps a second with probability about
 //! `d × r × 10⁻⁶`. When that nears 0.1%, the p99.9 of calls that short is the machine's,
@@ -58,9 +58,14 @@ pub fn measure(duration: Duration) -> MachineGaps {
 }
 
 impl MachineGaps {
+    /// Gaps of at least `GAP_BUCKETS_US[bucket]` µs.
+    pub fn at_least(&self, bucket: usize) -> u64 {
+        self.counts[bucket..].iter().sum()
+    }
+
     /// Gaps of at least `GAP_BUCKETS_US[bucket]` µs per second.
     pub fn rate(&self, bucket: usize) -> f64 {
-        self.counts[bucket..].iter().sum::<u64>() as f64 / self.elapsed.as_secs_f64()
+        self.at_least(bucket) as f64 / self.elapsed.as_secs_f64()
     }
 
     /// The chance that a call lasting `call_us` µs contains a gap of at least
@@ -104,7 +109,7 @@ impl MachineGaps {
             "gap µs ≥", "count", "per s", "1 µs call", "2 µs call", "5 µs call"
         );
         for (i, &lower) in GAP_BUCKETS_US.iter().enumerate() {
-            let count: u64 = self.counts[i..].iter().sum();
+            let count = self.at_least(i);
             let pct = |d: f64| format!("{:.4}%", self.chance(i, d) * 100.0);
             let _ = writeln!(
                 out,

@@ -65,8 +65,11 @@ pub(crate) struct StepScratch {
     inner_sorted: Vec<(u32, u32)>,
     /// `inner` as (to, from), sorted: what leads to a node, for a round's search.
     inner_by_target: Vec<(u32, u32)>,
-    /// Per node of this step: the round (`round_stamp`) that last queued it.
+    /// Per node of this step: the round (`round_stamp`) that last queued it. Stamps
+    /// only grow, so entries left by earlier steps never read as this round's, and the
+    /// buffer needs no clearing per step.
     queued_in: Vec<u32>,
+    /// The current round's number, over every step this scratch has run.
     round_stamp: u32,
     /// Work done so far (edges looked at), for tests of how it grows.
     pub(crate) effort: u64,
@@ -87,7 +90,8 @@ impl StepScratch {
     }
 
     /// What [`StepScratch::fresh`] copies of `source`, in these buffers (every step
-    /// clears the buffers it reads before reading them).
+    /// clears the buffers it reads before reading them; `queued_in` is read only
+    /// against this scratch's own stamps).
     pub(crate) fn continue_from(&mut self, source: &StepScratch) {
         self.effort = source.effort;
         self.effort_limit = source.effort_limit;
@@ -233,6 +237,9 @@ pub(crate) fn step(
         s.fresh.clear();
         s.fresh.extend_from_slice(&s.added);
         s.added.clear();
+        // The round sorts this step's inner edges twice: counted, so that the work
+        // limit also bounds a step of many rounds over many ε-edges.
+        s.effort += s.inner.len() as u64;
         s.fresh.sort_unstable();
         s.inner_sorted.clear();
         s.inner_sorted.extend_from_slice(&s.inner);
