@@ -10,7 +10,7 @@
 //! is not recorded; everything runs on the calling thread (one core).
 
 use stackmask_peers::percentiles::Row;
-use stackmask_peers::replay::{replay, time_make, SlowMask, Subject};
+use stackmask_peers::replay::{replay, time_make, SlowMask, StepMedians, Subject};
 use stackmask_runtime::{Engine, Matcher};
 use std::path::Path;
 use std::sync::Arc;
@@ -125,7 +125,7 @@ pub fn run(
     traces: &[Vec<u32>],
     cfg: &BenchConfig,
     slowest: usize,
-) -> Result<(Vec<Row>, Vec<SlowMask>), String> {
+) -> Result<(Vec<Row>, Vec<SlowMask>, StepMedians), String> {
     let mut subject = StackmaskSubject {
         engine: engine.clone(),
         matcher: Matcher::new(engine.clone()),
@@ -164,7 +164,7 @@ pub fn run(
                 .filter(|r| r.op == "get_mask"),
         );
     }
-    Ok((rows, r.slow))
+    Ok((rows, r.slow, r.step_medians))
 }
 
 /// The least any engine that writes its mask can take, timed by the same loop: its

@@ -1376,30 +1376,37 @@ fn bench(
         }
         return result;
     }
-    let (mut rows, slow) = latency::run(&engine, artifact, &traces, cfg, slowest)?;
-    let mut peer_notes = vec![];
+    let (mut rows, slow, medians) = latency::run(&engine, artifact, &traces, cfg, slowest)?;
+    let four = |v: [f64; 4]| format!("{:.2} / {:.2} / {:.2} / {:.2}", v[0], v[1], v[2], v[3]);
+    let mut notes = vec![format!(
+        "stackmask, each step's median over the {} passes ({} steps: what recurs at every pass), µs p50 / p99 / p99.9 / max: get_mask {}; mask + commit {}",
+        cfg.repeats,
+        medians.steps,
+        four(medians.get_mask),
+        four(medians.mask_commit)
+    )];
     if let Some((file, path)) = &peer_work {
         for d in &drivers {
             let report = peer_drivers::run(d, &[Path::new("bench"), path], timeout);
             let report = match report {
                 Ok(r) => r,
                 Err(e) => {
-                    peer_notes.push(format!("{}: {e}", d.engine));
+                    notes.push(format!("{}: {e}", d.engine));
                     continue;
                 }
             };
-            peer_notes.push(format!(
+            notes.push(format!(
                 "{} {}: {}",
                 report.engine, report.version, report.route
             ));
-            peer_notes.extend(
+            notes.extend(
                 report
                     .notes
                     .iter()
                     .map(|n| format!("{}: {n}", report.engine)),
             );
             for r in &report.rejections {
-                peer_notes.push(format!(
+                notes.push(format!(
                     "{} REJECTS token {} ({:?}) of {} at step {}: {}",
                     report.engine,
                     r.token,
@@ -1410,7 +1417,7 @@ fn bench(
                 ));
             }
             if report.rejections.is_empty() {
-                peer_notes.push(format!(
+                notes.push(format!(
                     "{} accepts every token of every trace",
                     report.engine
                 ));
@@ -1422,10 +1429,10 @@ fn bench(
         }
     }
     if let Some(d) = machine_gaps {
-        peer_notes.push(stackmask_peers::machine_gaps::measure(d).summary());
+        notes.push(stackmask_peers::machine_gaps::measure(d).summary());
     }
     if json {
-        for n in &peer_notes {
+        for n in &notes {
             eprintln!("{n}");
         }
         out!("{}", stackmask_peers::report::rows_json(&rows));
@@ -1439,7 +1446,7 @@ fn bench(
         cfg.repeats
     );
     out!("{}", stackmask_peers::report::table(&rows).trim_end());
-    for n in &peer_notes {
+    for n in &notes {
         out!("{n}");
     }
     for s in &slow {

@@ -414,6 +414,13 @@ fn bench_merges_a_peer_drivers_report() {
     // table (on stderr beside --json); a duration that is no duration is refused.
     let (code, out, err) = with(&["--machine-gaps", "0.05"]);
     assert_eq!(code, 0, "{err}");
+    // Each step's median over the passes: what recurs, beside the table's percentiles.
+    assert!(
+        out.contains("stackmask, each step's median over the 1 passes (")
+            && out.contains("get_mask ")
+            && out.contains("; mask + commit "),
+        "{out}"
+    );
     let last = out.lines().last().unwrap();
     assert!(
         last.starts_with("machine: one thread reading the clock for ")

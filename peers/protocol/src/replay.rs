@@ -62,6 +62,61 @@ pub struct Replay {
     pub slow: Vec<SlowMask>,
     /// Tokens the engine refused, at most one per trace.
     pub rejections: Vec<Rejection>,
+    /// Each step's median over the timed passes, summarized.
+    pub step_medians: StepMedians,
+}
+
+/// Percentiles of each step's *median* time over the timed passes: the part of the tail
+/// that recurs at every pass, which is the engine's. The table's percentiles also hold
+/// calls slow in one pass only (on a shared VM mostly the machine stopping the thread,
+/// see [`crate::machine_gaps`]); a p99.9 of a few µs can differ several times between
+/// the two.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepMedians {
+    /// Steps summarized (steps timed in at least one pass).
+    pub steps: usize,
+    /// get_mask: p50, p99, p99.9 and max of the steps' medians, µs.
+    pub get_mask: [f64; 4],
+    /// get_mask + commit of one step, likewise.
+    pub mask_commit: [f64; 4],
+}
+
+/// A step's times in one timed pass, ns: (get_mask, get_mask + commit); never timed is
+/// `NOT_TIMED`.
+const NOT_TIMED: (u32, u32) = (u32::MAX, u32::MAX);
+
+/// Summarizes `times` (per step, `passes` slots of (get_mask, mask + commit) ns, slots
+/// of passes that did not reach the step `NOT_TIMED`).
+pub fn step_medians(times: &[(u32, u32)], passes: usize) -> StepMedians {
+    let mut medians: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut one: Vec<u32> = Vec::with_capacity(passes);
+    for step in times.chunks(passes.max(1)) {
+        for (k, step_medians) in medians.iter_mut().enumerate() {
+            one.clear();
+            let timed = step.iter().filter(|&&t| t != NOT_TIMED);
+            one.extend(timed.map(|&(mask, both)| if k == 0 { mask } else { both }));
+            if one.is_empty() {
+                continue;
+            }
+            one.sort_unstable();
+            step_medians.push(one[(one.len() - 1) / 2] as f64 / 1e3);
+        }
+    }
+    let summary = |v: &mut Vec<f64>| {
+        v.sort_unstable_by(f64::total_cmp);
+        // Nearest rank: the smallest value at least a share `q` of the steps reach.
+        let at = |q: f64| v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1];
+        if v.is_empty() {
+            [0.0; 4]
+        } else {
+            [at(0.5), at(0.99), at(0.999), v[v.len() - 1]]
+        }
+    };
+    StepMedians {
+        steps: medians[0].len(),
+        get_mask: summary(&mut medians[0]),
+        mask_commit: summary(&mut medians[1]),
+    }
 }
 
 fn in_mask(mask: &[u32], t: u32) -> bool {
@@ -81,6 +136,17 @@ pub fn replay<S: Subject + ?Sized>(
 ) -> Replay {
     let mut out = Replay::default();
     let mut mask = vec![0u32; mask_words];
+    // Per step of every trace, its times in each timed pass (made before timing starts).
+    let first_step: Vec<usize> = traces
+        .iter()
+        .scan(0, |at, t| {
+            let first = *at;
+            *at += t.len();
+            Some(first)
+        })
+        .collect();
+    let steps: usize = traces.iter().map(Vec::len).sum();
+    let mut times = vec![NOT_TIMED; steps * repeats];
     // A trace is replayed up to its first rejected token on every pass.
     let mut usable: Vec<usize> = traces.iter().map(Vec::len).collect();
     for pass in 0..=repeats {
@@ -128,6 +194,9 @@ pub fn replay<S: Subject + ?Sized>(
                 out.timings.record("get_mask", masked_took);
                 out.timings.record("commit", commit_took);
                 out.timings.record("mask_commit", masked_took + commit_took);
+                let ns = |d: Duration| d.as_nanos().min(u32::MAX as u128 - 1) as u32;
+                times[(first_step[i] + step) * repeats + pass - 1] =
+                    (ns(masked_took), ns(masked_took + commit_took));
                 keep_slowest(&mut out.slow, slowest, i, step, masked_took);
                 if pass == 1 {
                     let took = subject.time_clone();
@@ -136,6 +205,7 @@ pub fn replay<S: Subject + ?Sized>(
             }
         }
     }
+    out.step_medians = step_medians(&times, repeats);
     out
 }
 
@@ -216,6 +286,30 @@ pub(crate) mod tests {
         assert_eq!(clone.p50_us, 0.05);
         assert_eq!(r.slow.len(), 2);
         assert!(r.slow[0].us >= r.slow[1].us);
+    }
+
+    #[test]
+    fn step_medians_keep_what_recurs_and_drop_one_pass_stalls() {
+        // 1,000 steps × 3 passes: every step 1 µs (mask + commit 2 µs), except step 7,
+        // 50 µs in every pass, and step 8, 500 µs in one pass only (a stall).
+        let passes = 3;
+        let mut times = vec![(1_000u32, 2_000u32); 1_000 * passes];
+        for p in 0..passes {
+            times[7 * passes + p] = (50_000, 51_000);
+        }
+        times[8 * passes + 1] = (500_000, 501_000);
+        // A step no pass reached, and one only the first pass reached.
+        times.extend([NOT_TIMED; 3]);
+        times.extend([(4_000, 5_000), NOT_TIMED, NOT_TIMED]);
+        let m = step_medians(&times, passes);
+        assert_eq!(m.steps, 1_001);
+        assert_eq!(m.get_mask, [1.0, 1.0, 4.0, 50.0]);
+        assert_eq!(m.mask_commit, [2.0, 2.0, 5.0, 51.0]);
+        // The replay fills one slot per step and timed pass.
+        let traces = vec![vec![0, 0, 1], vec![1]];
+        let r = replay(&mut ab(None), &traces, 1, 3, 0);
+        assert_eq!(r.step_medians.steps, 4);
+        assert!(r.step_medians.get_mask[3] > 0.0);
     }
 
     #[test]
