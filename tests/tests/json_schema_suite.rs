@@ -615,7 +615,8 @@ fn compiled_path(files: &[&str], opts: &SchemaOptions) -> (usize, usize, usize) 
                 })
                 .collect();
             let what = format!("{file}: {}", g["description"]);
-            masks += compiled_agrees_with_reference(sg.grammar, &g["schema"], &what, &tests);
+            masks +=
+                compiled_agrees_with_reference(sg.grammar, &g["schema"], &what, &tests, "bytes");
             groups_compiled += 1;
             instances += tests.len();
         }
@@ -623,7 +624,7 @@ fn compiled_path(files: &[&str], opts: &SchemaOptions) -> (usize, usize, usize) 
     (groups_compiled, instances, masks)
 }
 
-/// Compiles a schema's grammar to an artifact (`bytes` vocabulary) and runs each
+/// Compiles a schema's grammar to an artifact for tokenizer `spec` and runs each
 /// `(text, valid)` instance through the compiled `Matcher` and the reference matcher
 /// side by side: equal masks at every step, and the expected verdict. Returns the
 /// number of masks compared.
@@ -632,6 +633,7 @@ fn compiled_agrees_with_reference(
     schema: &Value,
     what: &str,
     tests: &[(String, bool)],
+    spec: &str,
 ) -> usize {
     use stackmask_runtime::reference::ReferenceMatcher;
     use stackmask_runtime::{Engine, Matcher};
@@ -643,7 +645,7 @@ fn compiled_agrees_with_reference(
         lexed,
         &source,
         what,
-        "bytes",
+        spec,
         &pipeline::CompileOptions::default(),
         &Deadline::unlimited(),
         |_| {},
@@ -667,7 +669,16 @@ fn compiled_agrees_with_reference(
             m.fill_mask(&mut a);
             r.fill_mask(&mut b);
             masks += 1;
-            assert_eq!(a, b, "{what}: masks differ in {text}");
+            if let Some(w) = (0..words).find(|&w| a[w] != b[w]) {
+                panic!(
+                    "{what}: masks differ in {text} at step {masks}, first at tokens {}..{}: \
+                     {:#034b} compiled, {:#034b} reference",
+                    w * 32,
+                    w * 32 + 32,
+                    a[w],
+                    b[w]
+                );
+            }
             if m.commit(tok).is_err() {
                 alive = false;
                 break;
@@ -723,7 +734,73 @@ fn compiled_path_on_chunked_strings() {
             })
             .collect();
         let what = format!("strings {min}..{max:?} {whitespace:?}");
-        masks += compiled_agrees_with_reference(sg.grammar, &schema, &what, &tests);
+        masks += compiled_agrees_with_reference(sg.grammar, &schema, &what, &tests, "bytes");
     }
     assert!(masks > 12000, "{masks}");
+}
+
+/// Property names for a real vocabulary, whose tokens run on from a name into the
+/// colon and the value (`":"`): declared names that are prefixes of each other, an
+/// undeclared name of another value type beside them, and nested objects that declare
+/// the same names. Most first bytes inside a name lead into the plain name, so these
+/// boundaries replay sweeps (`terminal_dwa::sweeps`); the masks must be the reference's
+/// at every step, right after a declared name (where `":"` goes on only as an
+/// undeclared name, whose value is a string) and inside one.
+#[test]
+fn compiled_path_on_property_names_with_a_real_vocabulary() {
+    let names = [
+        "name",
+        "namespace",
+        "names",
+        "nameserver",
+        "node",
+        "nodeName",
+        "kind",
+    ];
+    let object = |inner: Option<Value>| {
+        let mut properties = serde_json::Map::new();
+        for n in names {
+            properties.insert(n.to_string(), serde_json::json!({"type": "integer"}));
+        }
+        if let Some(inner) = inner {
+            properties.insert("spec".to_string(), inner);
+        }
+        serde_json::json!({
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": {"type": "string"}
+        })
+    };
+    let schema = object(Some(object(Some(object(None)))));
+    let sg = json_schema::schema_to_grammar(&schema, "names", &SchemaOptions::default()).unwrap();
+    let tests: Vec<(String, bool)> = [
+        // Declared names in declared order, undeclared ones among them.
+        (
+            r#"{"name":1,"namespace":3,"names":2,"nameserver":4,"nam":"x","namesX":"y"}"#,
+            true,
+        ),
+        (
+            r#"{"node":5,"nodeName":4,"kind":6,"nod":"é","kinds":"k"}"#,
+            true,
+        ),
+        (r#"{"spec":{"nameserver":7,"name":"x"}}"#, false),
+        (
+            r#"{"spec":{"spec":{"namespace":1,"n":"","":"😀"}},"nameservers":"z"}"#,
+            true,
+        ),
+        (r#"{"nam":"x","name":1}"#, true),
+        (r#"{"name":"x"}"#, false),
+        (r#"{"nam":1}"#, false),
+    ]
+    .into_iter()
+    .map(|(t, v)| (t.to_string(), v))
+    .collect();
+    let masks = compiled_agrees_with_reference(
+        sg.grammar,
+        &schema,
+        "names",
+        &tests,
+        "tiktoken:cl100k_base",
+    );
+    assert!(masks > 60, "{masks}");
 }
