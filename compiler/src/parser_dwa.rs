@@ -733,15 +733,13 @@ fn build_parser_dwa_with(
     let shapes = std::sync::Mutex::new(FxHashMap::<Arc<ShapeKey>, Arc<SharedShape>>::default());
     let rests = std::sync::Mutex::new(FxHashMap::<RestKey, Arc<RestShape>>::default());
     // Boundaries that differ only in their lexemes' terminals walk the trie once.
-    // Which configurations' first-byte walks are swept for the boundaries that lead
-    // there (a property name's other bytes into the plain name).
-    let (likeness, targets): (Vec<_>, Vec<_>) = boundaries
-        .par_iter()
-        .with_max_len(64)
-        .map(|&b| (lexing.likeness(b), lexing.sweep_target(b)))
-        .unzip();
-    lexing.plan_sweeps(&likeness, &targets);
-    let renamed = RenamedDwas::new(likeness);
+    let renamed = RenamedDwas::new(
+        boundaries
+            .par_iter()
+            .with_max_len(64)
+            .map(|&b| lexing.likeness(b))
+            .collect(),
+    );
     // Short jobs: a few boundaries of a grammar can cost most of its time (a long
     // string's chunks), and they sit near each other in the boundary order. Rayon
     // splits a slice into long runs that one worker walks in sequence, so one worker

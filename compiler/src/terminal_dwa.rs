@@ -29,7 +29,6 @@
 mod chain;
 mod renamed;
 mod runs;
-mod sweeps;
 
 pub use renamed::{Likeness, RenamedDwas};
 
@@ -171,8 +170,7 @@ impl ClassTokens {
     /// Sorts the ranges and joins those that meet: walks from exits and memoized
     /// subtrees add them out of order, and equal classes must have equal ranges.
     fn normalize(&mut self) {
-        // Stable: it merges the runs they were added in.
-        self.ranges.sort();
+        self.ranges.sort_unstable();
         let mut out: Vec<(u32, u32)> = Vec::with_capacity(self.ranges.len());
         for &r in &self.ranges {
             match out.last_mut() {
@@ -293,17 +291,6 @@ pub struct Lexing<'a> {
     /// Root children per memoized run ([`runs`]; 0, only to test them against the
     /// walk child by child: none).
     run_len: usize,
-    /// Fewest first bytes a boundary leads to one configuration for it to replay that
-    /// configuration's sweep ([`sweeps`]; 0, only to test sweeps against the walk:
-    /// never).
-    sweep_min: usize,
-    /// Fewest walks that lead to a configuration for its sweep to be made
-    /// ([`Lexing::plan_sweeps`]).
-    sweep_reuse: usize,
-    /// The configurations whose sweeps boundaries replay, once planned (none before).
-    sweep_configs: OnceLock<rustc_hash::FxHashSet<u32>>,
-    /// Per byte class: how many children of the token trie's root have a byte in it.
-    root_bytes_by_class: Vec<u32>,
 }
 
 /// A lexeme state's body: its interned [`BodyTable`] and, per canonical state, the
@@ -398,11 +385,6 @@ impl<'a> Lexing<'a> {
                 *c += 1;
             }
         }
-        let mut root_bytes_by_class = vec![0u32; tables.byte_classes as usize];
-        let view = trie.trie().view();
-        for c in root_children(view) {
-            root_bytes_by_class[tables.byte_class[view.nodes[c].byte as usize] as usize] += 1;
-        }
         Lexing {
             term_states,
             follow_rows: unset(n),
@@ -425,10 +407,6 @@ impl<'a> Lexing<'a> {
             chains: Mutex::default(),
             chain_walks: true,
             run_len: runs::RUN_LEN,
-            sweep_min: sweeps::SWEEP_MIN,
-            sweep_reuse: sweeps::SWEEP_REUSE,
-            sweep_configs: OnceLock::new(),
-            root_bytes_by_class,
         }
     }
 
@@ -906,6 +884,19 @@ impl<'a> Lexing<'a> {
         }
     }
 
+    /// The bytes on which one of `threads` ends a grammar lexeme ([`Lexing::step`]
+    /// makes a word for each).
+    fn end_bytes(&self, threads: &[Thread]) -> ByteSet {
+        let mut ends: ByteSet = [0; 4];
+        for th in threads
+            .iter()
+            .filter(|th| matches!(th.kind, Kind::Group | Kind::Fresh))
+        {
+            self.add_bytes_where(th.state, |code| code == BodyTable::END, &mut ends);
+        }
+        ends
+    }
+
     /// One byte for one thread, as the GLR runtime lexes it.
     fn step(&self, th: Thread, b: u8, words: &mut WordDag, out: &mut Vec<Thread>) {
         let t = &self.tables;
@@ -1012,10 +1003,9 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
     /// lexeme has ended yet (every thread still on the empty word), what its subtree
     /// yields depends only on the threads' lexeme states, not on the boundary: it is
     /// walked once per grammar and replayed ([`Walk::subtree`]), and so are runs of
-    /// such first bytes that recur from boundary to boundary ([`runs`]), and, where
-    /// most first bytes lead to the configuration of a planned sweep, all of those
-    /// ([`sweeps`]). Boundaries inside long lexemes (strings, names) mostly differ in
-    /// their first bytes only. (Memoizing deeper levels too was measured slower: their subtrees are small and
+    /// such first bytes that recur from boundary to boundary ([`runs`]). Boundaries
+    /// inside long lexemes (strings, names) mostly differ in their first bytes only.
+    /// (Memoizing deeper levels too was measured slower: their subtrees are small and
     /// the keys many. Where lexemes that started within the token go on through a
     /// large subtree, [`SetBody`] shares that walk per vocabulary instead.)
     fn first_bytes(
@@ -1023,26 +1013,9 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         threads: &[Thread],
         group: Option<u32>,
     ) -> Result<(), TerminalDwaError> {
-        let stepped = self.step_first_bytes(threads, group)?;
-        // Where most first bytes lead where they lead from another configuration (a
-        // name's other bytes into the plain name), their subtrees come from that
-        // configuration's sweep.
-        let swept = self.sweep(&stepped)?;
-        self.walk_first_bytes(&stepped, swept.as_deref())
-    }
-
-    /// Steps `threads` (the elements of configuration `group` for a group of grammar
-    /// lexemes) by every first byte that can go on from them. Every first byte is
-    /// stepped before any subtree is walked, so that the words made at first bytes
-    /// come first whichever way the subtrees are walked (one by one, in runs, or from
-    /// a sweep).
-    fn step_first_bytes(
-        &mut self,
-        threads: &[Thread],
-        group: Option<u32>,
-    ) -> Result<FirstBytes, TerminalDwaError> {
         let lexing = self.lexing;
         let trie = self.trie;
+        let mut next: Vec<Thread> = Vec::new();
         // Inside a narrow lexeme (digits, a `date-time`) only a few first bytes go on:
         // those children of the root alone, where the root's children are indexed
         // (the others would step to nothing).
@@ -1050,14 +1023,35 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
         let wide = lexing.trie.wide_children();
         let children: Vec<usize> = match live.and_then(|live| wide.select(0, &live)) {
             Some(selected) => selected.collect(),
-            None => root_children(trie).collect(),
+            None => {
+                let len = trie.nodes.len();
+                let first = (len > 1).then_some(1);
+                std::iter::successors(first, |&c| Some(trie.subtree_end(c)).filter(|&n| n < len))
+                    .collect()
+            }
         };
-        let mut stepped = FirstBytes::default();
-        let mut next: Vec<Thread> = Vec::new();
+        // Runs of first bytes after which every thread is still on the empty word,
+        // walked as one: their subtrees yield the same whatever the boundary. A byte
+        // that ends a grammar lexeme makes a word when it is stepped, so the run
+        // before it is walked first (the words keep the order of a walk byte by byte).
+        // A boundary with fewer first bytes than a run (inside a narrow lexeme: digits,
+        // a `date-time`'s 11,000 boundaries) walks each on its own, without the runs'
+        // bookkeeping.
+        let runs = children.len() >= lexing.run_len && lexing.run_len > 0;
+        let ends = if runs {
+            lexing.end_bytes(threads)
+        } else {
+            [0; 4]
+        };
+        let mut run: Vec<(u32, u32, LexemeSet)> = Vec::new();
         for c in children {
             self.poll.tick()?;
             next.clear();
             let byte = trie.nodes[c].byte;
+            if ends[byte as usize / 64] >> (byte % 64) & 1 != 0 {
+                self.walk_run(&run)?;
+                run.clear();
+            }
             for &th in threads {
                 lexing.step(th, byte, &mut self.words, &mut next);
             }
@@ -1068,34 +1062,11 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             self.check_size()?;
             // The configuration after the byte, for a group whose lexemes all go on.
             let after = group.map_or(NONE, |config| lexing.tables.conf_step(config, byte));
-            stepped.push(c as u32, after, &next);
-        }
-        Ok(stepped)
-    }
-
-    /// Walks the subtrees of the first bytes `stepped`, but for those `swept` marks.
-    /// Runs of first bytes after which every thread is still on the empty word are
-    /// walked as one: their subtrees yield the same whatever the boundary. A boundary
-    /// with fewer first bytes than a run (inside a narrow lexeme: digits, a
-    /// `date-time`'s 11,000 boundaries) walks each on its own, without the runs'
-    /// bookkeeping.
-    fn walk_first_bytes(
-        &mut self,
-        stepped: &FirstBytes,
-        swept: Option<&[bool]>,
-    ) -> Result<(), TerminalDwaError> {
-        let lexing = self.lexing;
-        let runs = stepped.len() >= lexing.run_len && lexing.run_len > 0;
-        let mut run: Vec<(u32, u32, LexemeSet)> = Vec::new();
-        for (i, (c, after, next)) in stepped.iter().enumerate() {
-            if swept.is_some_and(|swept| swept[i]) {
-                continue;
-            }
             if !runs {
-                self.first_byte(c as usize, next, after)?;
+                self.first_byte(c, &next, after)?;
             } else if next.iter().all(|th| th.word == 0) {
                 let lexemes = next.iter().map(|th| (th.kind, th.state)).collect();
-                run.push((c, after, lexemes));
+                run.push((c as u32, after, lexemes));
                 if run.len() == lexing.run_len {
                     self.walk_run(&run)?;
                     run.clear();
@@ -1103,7 +1074,7 @@ impl<'w, 'a, 'p> Walk<'w, 'a, 'p> {
             } else {
                 self.walk_run(&run)?;
                 run.clear();
-                self.first_byte(c as usize, next, after)?;
+                self.first_byte(c, &next, after)?;
             }
         }
         self.walk_run(&run)
@@ -1472,47 +1443,6 @@ pub enum TerminalDwaError {
     Budget(#[from] BudgetError),
 }
 
-/// A boundary's first bytes stepped ([`Walk::first_bytes`]), in trie order: per root
-/// child, its index, the configuration after its byte (or [`NONE`]) and the threads
-/// after it.
-#[derive(Default)]
-struct FirstBytes {
-    /// Per child: its index, the configuration after it, and where its threads end
-    /// in `threads` (they start where the previous child's end).
-    children: Vec<(u32, u32, u32)>,
-    threads: Vec<Thread>,
-}
-
-impl FirstBytes {
-    fn push(&mut self, c: u32, after: u32, next: &[Thread]) {
-        self.threads.extend_from_slice(next);
-        self.children.push((c, after, self.threads.len() as u32));
-    }
-
-    fn len(&self) -> usize {
-        self.children.len()
-    }
-
-    /// Per child: its index, the configuration after it and its threads.
-    fn iter(&self) -> impl Iterator<Item = (u32, u32, &[Thread])> + '_ {
-        let mut start = 0;
-        self.children.iter().map(move |&(c, after, end)| {
-            let threads = &self.threads[start as usize..end as usize];
-            start = end;
-            (c, after, threads)
-        })
-    }
-}
-
-/// The children of `trie`'s root, in order.
-fn root_children(trie: TrieRef<'_>) -> impl Iterator<Item = usize> + '_ {
-    let len = trie.nodes.len();
-    let first = (len > 1).then_some(1);
-    std::iter::successors(first, move |&c| {
-        Some(trie.subtree_end(c)).filter(|&n| n < len)
-    })
-}
-
 /// Buffers [`Walk::walk`] reuses from one call to the next (a boundary inside a
 /// string walks once per exit, thousands of times).
 #[derive(Default)]
@@ -1666,55 +1596,9 @@ impl Subtree {
     /// Adds its nodes and classes to a boundary's, its node 0 being the boundary's
     /// empty word: the same interned nodes and classes as walking it there.
     fn replay(&self, words: &mut WordDag, classes: &mut ClassInterner) {
-        self.replay_cut(words, classes, None);
-    }
-
-    /// [`Subtree::replay`] of its tokens at the trie positions `keep` (ascending
-    /// ranges) alone, and of the nodes their words go through: what walking only the
-    /// subtrees those positions are in adds, word for word, in another numbering
-    /// ([`sweeps`]).
-    fn replay_within(&self, words: &mut WordDag, classes: &mut ClassInterner, keep: &[(u32, u32)]) {
-        self.replay_cut(words, classes, Some(keep));
-    }
-
-    fn replay_cut(
-        &self,
-        words: &mut WordDag,
-        classes: &mut ClassInterner,
-        keep: Option<&[(u32, u32)]>,
-    ) {
-        // With a cut, the classes with a kept token, and the nodes their words go
-        // through: the words of their outcomes and, as a node comes after its
-        // predecessors, theirs found backwards.
-        let kept: Option<Vec<bool>> = keep.map(|keep| {
-            (self.classes.iter())
-                .map(|(_, tokens)| ranges_meet(&tokens.ranges, keep))
-                .collect()
-        });
-        let needed: Option<Vec<bool>> = kept.as_ref().map(|kept| {
-            let mut needed = vec![false; self.preds.len()];
-            needed[0] = true;
-            for ((outcome, _), _) in self.classes.iter().zip(kept).filter(|(_, &k)| k) {
-                for &(w, _) in outcome {
-                    needed[w as usize] = true;
-                }
-            }
-            for w in (1..self.preds.len()).rev() {
-                if needed[w] {
-                    for &(_, p) in &self.preds[w] {
-                        needed[p as usize] = true;
-                    }
-                }
-            }
-            needed
-        });
         let mut map: Vec<u32> = Vec::with_capacity(self.preds.len());
         map.push(0);
-        for (w, preds) in self.preds.iter().enumerate().skip(1) {
-            if needed.as_ref().is_some_and(|needed| !needed[w]) {
-                map.push(NONE);
-                continue;
-            }
+        for preds in &self.preds[1..] {
             let node = match preds.as_slice() {
                 &[(terminal, parent)] if terminal != NONE => {
                     words.child(map[parent as usize], terminal)
@@ -1729,55 +1613,18 @@ impl Subtree {
             map.push(node);
         }
         let mut outcome = Vec::new();
-        for (k, (o, tokens)) in self.classes.iter().enumerate() {
-            if tokens.ranges.is_empty() || kept.as_ref().is_some_and(|kept| !kept[k]) {
-                continue;
-            }
+        for (o, tokens) in &self.classes {
             outcome.clear();
             outcome.extend(o.iter().map(|&(w, check)| (map[w as usize], check)));
             outcome.sort_unstable();
             outcome.dedup();
-            let k = classes.class_of(&outcome) as usize;
-            let to = &mut classes.tokens[k];
-            to.ranges.reserve(tokens.ranges.len());
-            match keep {
-                None => tokens.ranges.iter().for_each(|&range| to.add(range)),
-                Some(keep) => for_ranges_within(&tokens.ranges, keep, |range| to.add(range)),
+            if tokens.ranges.is_empty() {
+                continue;
             }
-        }
-    }
-}
-
-/// Whether ascending ranges `ranges` and `keep` overlap.
-fn ranges_meet(ranges: &[(u32, u32)], keep: &[(u32, u32)]) -> bool {
-    let (mut i, mut j) = (0, 0);
-    while i < ranges.len() && j < keep.len() {
-        if ranges[i].0.max(keep[j].0) < ranges[i].1.min(keep[j].1) {
-            return true;
-        }
-        if ranges[i].1 < keep[j].1 {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    false
-}
-
-/// Calls `f` with each part of ascending ranges `ranges` inside ascending ranges
-/// `keep`, in order.
-fn for_ranges_within(ranges: &[(u32, u32)], keep: &[(u32, u32)], mut f: impl FnMut((u32, u32))) {
-    debug_assert!(ranges.windows(2).all(|w| w[0].1 <= w[1].0));
-    let (mut i, mut j) = (0, 0);
-    while i < ranges.len() && j < keep.len() {
-        let (a, b) = (ranges[i].0.max(keep[j].0), ranges[i].1.min(keep[j].1));
-        if a < b {
-            f((a, b));
-        }
-        if ranges[i].1 < keep[j].1 {
-            i += 1;
-        } else {
-            j += 1;
+            let k = classes.class_of(&outcome) as usize;
+            for &range in &tokens.ranges {
+                classes.tokens[k].add(range);
+            }
         }
     }
 }
@@ -1797,19 +1644,13 @@ struct SubtreeMemo {
     /// Runs of root children ([`Walk::walk_run`]), and the hashes of those seen once.
     runs: FxHashMap<runs::RunKey, Arc<Subtree>>,
     runs_seen: rustc_hash::FxHashSet<u64>,
-    /// Sweeps, by configuration ([`sweeps`]).
-    sweeps: FxHashMap<u32, Arc<sweeps::Sweep>>,
     size: usize,
 }
 
 impl SubtreeMemo {
     /// Whether `sub` fits in the memo's budget, counted in if it does.
     fn fits(&mut self, sub: &Subtree) -> bool {
-        self.fits_units(sub.size())
-    }
-
-    /// Whether `size` more memo units fit in the budget, counted in if they do.
-    fn fits_units(&mut self, size: usize) -> bool {
+        let size = sub.size();
         let fits = self.size + size <= MEMO_BUDGET;
         if fits {
             self.size += size;

@@ -742,10 +742,12 @@ fn compiled_path_on_chunked_strings() {
 /// Property names for a real vocabulary, whose tokens run on from a name into the
 /// colon and the value (`":"`): declared names that are prefixes of each other, an
 /// undeclared name of another value type beside them, and nested objects that declare
-/// the same names. Most first bytes inside a name lead into the plain name, so these
-/// boundaries replay sweeps (`terminal_dwa::sweeps`); the masks must be the reference's
-/// at every step, right after a declared name (where `":"` goes on only as an
-/// undeclared name, whose value is a string) and inside one.
+/// the same names. A name's boundaries are most of a large schema's compile, and the
+/// compile shares their walks in several ways (memoized runs of first bytes, walks
+/// renamed between objects); the masks must be the reference's at every step, right
+/// after a declared name (where `":"` goes on only as an undeclared name, whose value
+/// is a string) and inside one. The `bytes` vocabulary of the suite tests has no token
+/// that goes on past a name's closing quote.
 #[test]
 fn compiled_path_on_property_names_with_a_real_vocabulary() {
     let names = [

@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 /// names of the group's terminals.
 #[derive(Clone, Debug)]
 pub struct Likeness {
-    pub(super) key: Box<[u32]>,
+    key: Box<[u32]>,
     /// The group's terminals, by rank: the names the key's ranks stand for.
     terms: Box<[u32]>,
 }

@@ -161,10 +161,9 @@ NUM: /[0-5]+/
                 assert!(plain.memo.lock().expect("no walk panicked").runs.is_empty());
             }
         }
-        // Words made at first bytes come before those of every subtree, walked in runs
-        // or not: at `6` `SHORT` ends (its word is made when `6` is stepped) while
-        // `LONG` goes on, and the run `0`…`5` makes `LONG`'s word (in `0x`, where both
-        // end).
+        // Words made by stepping a first byte come after those of the run before it:
+        // at `6` `SHORT` ends (its word is made) while `LONG` goes on, and the run
+        // `0`…`5` before it first makes `LONG`'s word (in `0x`, where both end).
         let lexed = pipeline::lex_grammar_source(
             "start: (LONG | SHORT | \"x\")*\nLONG: /[0-6]+/\nSHORT: /[0-5]+/\n",
             "runs.lark",
