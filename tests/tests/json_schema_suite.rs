@@ -665,13 +665,16 @@ fn compiled_agrees_with_reference(
         let mut r = ReferenceMatcher::new(reference.clone());
         let (mut a, mut b) = (vec![0u32; words], vec![0u32; words]);
         let mut alive = true;
-        for tok in built.tokenizer.encode(text.as_bytes()).unwrap() {
+        for (step, tok) in (built.tokenizer.encode(text.as_bytes()).unwrap())
+            .into_iter()
+            .enumerate()
+        {
             m.fill_mask(&mut a);
             r.fill_mask(&mut b);
             masks += 1;
             if let Some(w) = (0..words).find(|&w| a[w] != b[w]) {
                 panic!(
-                    "{what}: masks differ in {text} at step {masks}, first at tokens {}..{}: \
+                    "{what}: masks differ in {text} before token {step}, first at tokens {}..{}: \
                      {:#034b} compiled, {:#034b} reference",
                     w * 32,
                     w * 32 + 32,
