@@ -11,6 +11,7 @@
 //!   results.
 
 mod common;
+mod compiled_support;
 
 use serde_json::Value;
 use stackmask_compiler::budget::Deadline;
@@ -672,16 +673,11 @@ fn compiled_agrees_with_reference(
             m.fill_mask(&mut a);
             r.fill_mask(&mut b);
             masks += 1;
-            if let Some(w) = (0..words).find(|&w| a[w] != b[w]) {
-                panic!(
-                    "{what}: masks differ in {text} before token {step}, first at tokens {}..{}: \
-                     {:#034b} compiled, {:#034b} reference",
-                    w * 32,
-                    w * 32 + 32,
-                    a[w],
-                    b[w]
-                );
-            }
+            assert!(
+                a == b,
+                "{what}: masks differ in {text} before token {step}; first differing ids {:?}",
+                compiled_support::mask_diff(&a, &b)
+            );
             if m.commit(tok).is_err() {
                 alive = false;
                 break;
