@@ -26,6 +26,17 @@
 //! is bounded ([`MAX_KEPT_UNION_BYTES`] of unions, plus the table of [`SLOTS`] slots);
 //! past the bound, or when a key's [`PROBES`] slots hold other unions, masks are
 //! OR-ed as before.
+//!
+//! Most kept unions are held as a *patch* of a *base*: the words where they differ
+//! from one of a few whole unions kept as they are. Why: C's 282 distinct masks over
+//! `stackmask bench`'s programs are 7 MB, far more than a core's L2, so a kept mask
+//! was copied from L3 at about three times a cached copy's cost (1.5 µs against 0.5,
+//! timers patched into the walk, 2026-12-05). Yet they are few shapes: from their
+//! nearest of 16 of them, they differ in a median of 65 words of 6,251, and in 1,392 at
+//! p99. A copy of a base that stays in cache plus a few hundred (index, word) pairs
+//! reads a tenth of the bytes. Bases are the first unions made that no base is near
+//! ([`MAX_BASES`] at most, set once, never dropped), so which unions are bases depends
+//! on the order masks come in; every kept union is its exact words either way.
 
 use stackmask_formats::parser_dwa::copy_words;
 use stackmask_formats::ParserDwaRef;
@@ -59,44 +70,91 @@ const MIN_REST_FRACTION: usize = 8;
 /// 64 — each chunk's copy and fill are library calls, where the OR is an inline loop.
 const WRITE_MIN_CHUNK_WORDS: usize = 16;
 
+/// Bases one engine keeps at most: 800 KB at a 200k-token mask, so that the bases a
+/// run of masks patches stay in a core's L2. C's masks over `stackmask bench`'s traces
+/// use 10–20 (C and JSON × `o200k_base`).
+pub const MAX_BASES: usize = 32;
+
+/// A union is held as a patch when it differs from its nearest base in at most
+/// 1/this of its words: applying a pair costs about what copying four words does.
+const MAX_PATCH_FRACTION: usize = 4;
+
+/// Every this many words are compared to tell which base a union is nearest.
+const SAMPLE_STRIDE: usize = 16;
+
 /// One kept union.
 #[derive(Debug)]
 struct Union {
     /// The weight ids, sorted and distinct.
     key: Box<[u32]>,
     /// Their union, at the engine's mask width.
-    words: Box<[u32]>,
+    words: Held,
+}
+
+/// How a kept union's words are held (module docs).
+#[derive(Debug)]
+enum Held {
+    /// As base `i` of the engine.
+    Base(usize),
+    /// As its own words, when it is near no base and the bases are all taken.
+    Whole(Box<[u32]>),
+    /// As base `base` with the words at some indices replaced: (index, word) pairs,
+    /// indices ascending and below the mask width.
+    Patch { base: usize, pairs: Box<[u32]> },
+}
+
+/// The words of `union` that differ from `base` (as long), as (index, word) pairs, if
+/// there are at most `limit` of them.
+fn patch(base: &[u32], union: &[u32], limit: usize) -> Option<Vec<u32>> {
+    let mut pairs = Vec::new();
+    for (i, (&u, &b)) in union.iter().zip(base).enumerate() {
+        if u != b {
+            if pairs.len() == 2 * limit {
+                return None;
+            }
+            pairs.extend([i as u32, u]);
+        }
+    }
+    Some(pairs)
 }
 
 /// The kept unions of one engine; see the module docs.
 #[derive(Debug)]
 pub(crate) struct KeptUnions {
     slots: OnceLock<Box<[OnceLock<Union>]>>,
+    /// The bases: the first `base_count` are set or being set (module docs).
+    bases: OnceLock<Box<[OnceLock<Box<[u32]>>]>>,
+    /// Bases claimed; may run past `max_bases` (those claims fail).
+    base_count: AtomicUsize,
     /// Bytes taken or reserved by unions, at most `max_bytes`.
     bytes: AtomicUsize,
-    /// [`MAX_KEPT_UNION_BYTES`], [`SLOTS`] and [`PROBES`], but in tests.
+    /// [`MAX_KEPT_UNION_BYTES`], [`SLOTS`], [`PROBES`] and [`MAX_BASES`], but in tests.
     max_bytes: usize,
     slot_count: usize,
     probes: usize,
+    max_bases: usize,
 }
 
 impl Default for KeptUnions {
     fn default() -> Self {
-        KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, SLOTS, PROBES)
+        KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, SLOTS, PROBES, MAX_BASES)
     }
 }
 
 impl KeptUnions {
-    /// A table of `slot_count` slots (a power of two), `probes` looked at per key, and
-    /// at most `max_bytes` of unions.
-    fn with_limits(max_bytes: usize, slot_count: usize, probes: usize) -> Self {
+    /// A table of `slot_count` slots (a power of two), `probes` looked at per key, at
+    /// most `max_bytes` of unions and `max_bases` bases.
+    fn with_limits(max_bytes: usize, slot_count: usize, probes: usize, max_bases: usize) -> Self {
         debug_assert!(slot_count.is_power_of_two() && probes <= slot_count);
         KeptUnions {
             slots: OnceLock::new(),
+            bases: OnceLock::new(),
+            base_count: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             max_bytes,
             slot_count,
             probes,
+            max_bases,
         }
     }
 
@@ -148,8 +206,7 @@ impl KeptUnions {
                     None => break,
                 },
             };
-            if *union.key == *key && union.words.len() == mask.len() {
-                copy_words(mask, &union.words);
+            if *union.key == *key && self.write_held(&union.words, mask) {
                 return true;
             }
         }
@@ -157,8 +214,9 @@ impl KeptUnions {
     }
 
     /// Sets `slot` to the union of `key` at mask width `width`, as `make` writes it,
-    /// unless another thread has, reserving its bytes first: the slot's union, or
-    /// `None` if there is no room.
+    /// unless another thread has, reserving its bytes first (as many as a whole union
+    /// takes; what its patch does not use is given back): the slot's union, or `None`
+    /// if there is no room.
     fn set_slot<'s>(
         &self,
         slot: &'s OnceLock<Union>,
@@ -178,22 +236,91 @@ impl KeptUnions {
             self.bytes.fetch_sub(bytes, Ordering::Relaxed);
             return None;
         }
-        let mut made = false;
+        let mut unused = bytes;
         let union = slot.get_or_init(|| {
-            made = true;
             // Allocates once per kept union (the engine warming up).
-            let mut words = vec![0; width].into_boxed_slice();
+            let mut words = vec![0; width];
             make(&mut words);
+            let (held, held_bytes) = self.hold(words);
+            unused = bytes - (4 * key.len() + held_bytes);
             Union {
                 key: key.into(),
-                words,
+                words: held,
             }
         });
-        if !made {
-            // Another thread set the slot first, with its own bytes.
-            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
-        }
+        // All of it when another thread set the slot first, with its own bytes.
+        self.bytes.fetch_sub(unused, Ordering::Relaxed);
         Some(union)
+    }
+
+    /// The bases' table (made on first use).
+    fn bases(&self) -> &[OnceLock<Box<[u32]>>] {
+        self.bases
+            .get_or_init(|| (0..self.max_bases).map(|_| OnceLock::new()).collect())
+    }
+
+    /// How to hold `union` (module docs), and the bytes that takes: a patch of the
+    /// nearest base if it is near enough, else a new base while there is room for one,
+    /// else its own words.
+    fn hold(&self, union: Vec<u32>) -> (Held, usize) {
+        let bases = self.bases();
+        let claimed = self.base_count.load(Ordering::Acquire).min(bases.len());
+        // The nearest by a sample of the words: comparing every word with every base
+        // would cost up to 32 passes over the mask when a union is made.
+        let differing = |base: &[u32]| {
+            (0..union.len())
+                .step_by(SAMPLE_STRIDE)
+                .filter(|&i| union[i] != base[i])
+                .count()
+        };
+        let nearest = bases[..claimed]
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.get().map(|b| (i, b)))
+            .filter(|(_, b)| b.len() == union.len())
+            .min_by_key(|(_, b)| differing(b));
+        if let Some((i, base)) = nearest {
+            if let Some(pairs) = patch(base, &union, union.len() / MAX_PATCH_FRACTION) {
+                let bytes = 4 * pairs.len();
+                return (
+                    Held::Patch {
+                        base: i,
+                        pairs: pairs.into(),
+                    },
+                    bytes,
+                );
+            }
+        }
+        let bytes = 4 * union.len();
+        let i = self.base_count.fetch_add(1, Ordering::AcqRel);
+        if i < bases.len() {
+            // Claimed by this thread alone, so the slot is empty.
+            if bases[i].set(union.into_boxed_slice()).is_ok() {
+                return (Held::Base(i), bytes);
+            }
+            unreachable!("base {i} claimed twice");
+        }
+        (Held::Whole(union.into_boxed_slice()), bytes)
+    }
+
+    /// Writes the union `held` into `mask`: `false`, with `mask` unchanged, if the
+    /// union is not of the mask's width.
+    fn write_held(&self, held: &Held, mask: &mut [u32]) -> bool {
+        // A base a union refers to was set before the union was held, and the union
+        // reached this thread through its slot's `OnceLock`, after that.
+        let base = |i: usize| -> &[u32] { self.bases()[i].get().expect("set before use") };
+        match held {
+            Held::Whole(words) if words.len() == mask.len() => copy_words(mask, words),
+            Held::Base(i) if base(*i).len() == mask.len() => copy_words(mask, base(*i)),
+            Held::Patch { base: i, pairs } if base(*i).len() == mask.len() => {
+                copy_words(mask, base(*i));
+                for pair in pairs.chunks_exact(2) {
+                    mask[pair[0] as usize] = pair[1];
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// The number of unions kept (for tests).
@@ -328,6 +455,12 @@ mod tests {
         }
     }
 
+    /// A table that holds every union as its own words (no bases): each takes
+    /// [`per_union`] bytes.
+    fn whole_only(max_bytes: usize, slots: usize, probes: usize) -> KeptUnions {
+        KeptUnions::with_limits(max_bytes, slots, probes, 0)
+    }
+
     /// Bytes one kept union of `key_len` ids takes.
     fn per_union(key_len: usize) -> usize {
         4 * (W as usize + key_len)
@@ -354,8 +487,8 @@ mod tests {
         // slots (a union found in a slot is another key's), the first four worth
         // keeping are kept and the others OR-ed each time.
         for (unions, kept) in [
-            (KeptUnions::default(), worth.len()),
-            (KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, 4, 4), 4),
+            (whole_only(MAX_KEPT_UNION_BYTES, SLOTS, PROBES), worth.len()),
+            (whole_only(MAX_KEPT_UNION_BYTES, 4, 4), 4),
         ] {
             write_exact(&unions, &owned, &keys, 3);
             assert_eq!(unions.kept(), kept);
@@ -370,7 +503,7 @@ mod tests {
     #[test]
     fn a_kept_mask_is_made_once_then_copied_and_an_unkept_one_left_alone() {
         let owned = dwa(40);
-        let unions = KeptUnions::with_limits(per_union(3) * 2, SLOTS, PROBES);
+        let unions = whole_only(per_union(3) * 2, SLOTS, PROBES);
         let write_kept = |key: &[u32], worth: bool, make: &dyn Fn(&mut [u32])| {
             let mut mask = vec![0xdead_beef; W as usize];
             let kept = unions.write_kept(key, &mut mask, || worth, make);
@@ -424,7 +557,7 @@ mod tests {
     #[test]
     fn past_the_byte_bound_unions_are_made_and_not_kept() {
         let owned = dwa(40);
-        let unions = KeptUnions::with_limits(per_union(2) * 5 / 2, SLOTS, PROBES);
+        let unions = whole_only(per_union(2) * 5 / 2, SLOTS, PROBES);
         let keys: Vec<Vec<u32>> = (1..=10).map(|a| vec![4 * a - 2, 4 * a]).collect();
         write_exact(&unions, &owned, &keys, 2);
         assert_eq!(unions.kept(), 2);
@@ -434,7 +567,7 @@ mod tests {
     #[test]
     fn threads_making_the_same_unions_at_once_get_them_exact_and_kept_once() {
         let owned = dwa(40);
-        let unions = KeptUnions::default();
+        let unions = whole_only(MAX_KEPT_UNION_BYTES, SLOTS, PROBES);
         let keys: Vec<Vec<u32>> = (1..40).map(|a| vec![a, a + 1]).collect();
         let start = Barrier::new(4);
         std::thread::scope(|scope| {
@@ -470,7 +603,7 @@ mod tests {
         let slot = OnceLock::new();
         slot.set(Union {
             key: vec![2, 4].into(),
-            words: naive(&[2, 4]).into(),
+            words: Held::Whole(naive(&[2, 4]).into()),
         })
         .unwrap();
         let union = unions
@@ -485,7 +618,7 @@ mod tests {
     #[test]
     fn past_the_slots_a_key_probes_unions_are_made_and_not_kept() {
         let owned = dwa(60);
-        let unions = KeptUnions::default();
+        let unions = whole_only(MAX_KEPT_UNION_BYTES, SLOTS, PROBES);
         // More keys than the table has slots: every answer stays exact, and the bytes
         // are those of the unions kept.
         let mut keys = Vec::new();
@@ -500,5 +633,125 @@ mod tests {
             unions.bytes.load(Ordering::Relaxed),
             unions.kept() * per_union(2)
         );
+    }
+
+    /// How each kept union is held: (bases, patches, whole unions).
+    fn holds(unions: &KeptUnions) -> (usize, usize, usize) {
+        let mut kinds = (0, 0, 0);
+        for slot in unions.slots.get().into_iter().flatten() {
+            match slot.get().map(|u| &u.words) {
+                Some(Held::Base(_)) => kinds.0 += 1,
+                Some(Held::Patch { .. }) => kinds.1 += 1,
+                Some(Held::Whole(_)) => kinds.2 += 1,
+                None => {}
+            }
+        }
+        kinds
+    }
+
+    /// Unions near a base are held as patches of it, and written exactly; one near no
+    /// base takes a base while there is one free, its own words after; the bytes are
+    /// what each holds.
+    #[test]
+    fn unions_near_a_base_are_patches_and_write_exactly() {
+        let owned = dwa(40);
+        let unions = KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, SLOTS, PROBES, 2);
+        let write_kept = |key: &[u32]| {
+            let mut mask = vec![0xdead_beef; W as usize];
+            let kept = unions.write_kept(
+                key,
+                &mut mask,
+                || true,
+                |words| write_union(&owned.view(), key, words),
+            );
+            assert!(kept, "{key:?}");
+            mask
+        };
+        // Weight 4 spans the whole mask, 2 and 3 (and 5) change a few of its words; 8 and
+        // 12 span it with other bits, 16 and 20 with others again.
+        let keys: [&[u32]; 6] = [
+            &[4, 8],
+            &[2, 4, 8],
+            &[3, 4, 5, 8],
+            &[12, 16],
+            &[3, 12, 16],
+            &[20, 24],
+        ];
+        let differing = |a: &[u32], b: &[u32]| {
+            naive(a)
+                .iter()
+                .zip(naive(b))
+                .filter(|(x, y)| **x != *y)
+                .count()
+        };
+        assert!(differing(keys[1], keys[0]) <= W as usize / MAX_PATCH_FRACTION);
+        assert!(differing(keys[2], keys[0]) <= W as usize / MAX_PATCH_FRACTION);
+        assert!(
+            differing(keys[3], keys[0]) > W as usize / 2,
+            "a base of its own"
+        );
+        assert!(differing(keys[5], keys[0]) > W as usize / 2);
+        assert!(differing(keys[5], keys[3]) > W as usize / 2, "near no base");
+        for round in 0..3 {
+            for key in keys {
+                assert_eq!(write_kept(key), naive(key), "{key:?} round {round}");
+            }
+        }
+        assert_eq!(holds(&unions), (2, 3, 1));
+        let key_bytes: usize = keys.iter().map(|k| 4 * k.len()).sum();
+        let patches = 2 * differing(keys[1], keys[0])
+            + 2 * differing(keys[2], keys[0])
+            + 2 * differing(keys[4], keys[3]);
+        assert_eq!(
+            unions.bytes.load(Ordering::Relaxed),
+            key_bytes + 4 * (3 * W as usize + patches)
+        );
+    }
+
+    /// The same keys, made by four threads at once in different orders: every union
+    /// exact, kept once, and no more bases than the bound.
+    #[test]
+    fn threads_making_patches_at_once_get_them_exact() {
+        let owned = dwa(64);
+        let unions = KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, SLOTS, PROBES, 3);
+        let keys: Vec<Vec<u32>> = (1..64)
+            .map(|a| vec![a, 4 * (1 + a % 5)])
+            .map(|mut k: Vec<u32>| {
+                k.sort_unstable();
+                k.dedup();
+                k
+            })
+            .collect();
+        let start = Barrier::new(4);
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (owned, unions, keys, start) = (&owned, &unions, &keys, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    for i in 0..keys.len() * 2 {
+                        let key = &keys[(i * (2 * t + 1)) % keys.len()];
+                        let mut mask = vec![0xdead_beef; W as usize];
+                        let kept = unions.write_kept(
+                            key,
+                            &mut mask,
+                            || true,
+                            |words| write_union(&owned.view(), key, words),
+                        );
+                        if kept {
+                            assert_eq!(mask, naive(key), "thread {t} {key:?}");
+                        }
+                    }
+                });
+            }
+        });
+        let (bases, patches, whole) = holds(&unions);
+        assert!(
+            bases <= 3 && patches > 0,
+            "{bases} bases, {patches} patches"
+        );
+        assert_eq!(bases + patches + whole, unions.kept());
+        for key in &keys {
+            assert_eq!(write(&unions, &owned, key), naive(key), "{key:?}");
+        }
     }
 }
