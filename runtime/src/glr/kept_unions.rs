@@ -91,6 +91,9 @@ struct Union {
     words: Held,
 }
 
+/// A base's words, set once (module docs).
+type Base = OnceLock<Box<[u32]>>;
+
 /// How a kept union's words are held (module docs).
 #[derive(Debug)]
 enum Held {
@@ -123,7 +126,7 @@ fn patch(base: &[u32], union: &[u32], limit: usize) -> Option<Vec<u32>> {
 pub(crate) struct KeptUnions {
     slots: OnceLock<Box<[OnceLock<Union>]>>,
     /// The bases: the first `base_count` are set or being set (module docs).
-    bases: OnceLock<Box<[OnceLock<Box<[u32]>>]>>,
+    bases: OnceLock<Box<[Base]>>,
     /// Bases claimed; may run past `max_bases` (those claims fail).
     base_count: AtomicUsize,
     /// Bytes taken or reserved by unions, at most `max_bytes`.
@@ -254,7 +257,7 @@ impl KeptUnions {
     }
 
     /// The bases' table (made on first use).
-    fn bases(&self) -> &[OnceLock<Box<[u32]>>] {
+    fn bases(&self) -> &[Base] {
         self.bases
             .get_or_init(|| (0..self.max_bases).map(|_| OnceLock::new()).collect())
     }
