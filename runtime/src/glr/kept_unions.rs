@@ -82,6 +82,11 @@ const MAX_PATCH_FRACTION: usize = 4;
 /// Every this many words are compared to tell which base a union is nearest.
 const SAMPLE_STRIDE: usize = 16;
 
+/// Where a kept union lies in its table: a matcher's cache keeps this rather than a
+/// copy of the union (module `mask_cache`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeptRef(usize);
+
 /// One kept union.
 #[derive(Debug)]
 struct Union {
@@ -172,22 +177,23 @@ impl KeptUnions {
             || worth_keeping(dwa, key, width),
             |words| write_union(dwa, key, words),
         );
-        if !kept {
+        if kept.is_none() {
             write_union(dwa, key, mask);
         }
     }
 
     /// Sets `mask` (the validated mask width) to the kept union of the weights `key`
     /// (sorted, distinct), or, the first time, to the union `make` writes, kept if
-    /// `worth()` and there is room: `true`. `false`, with `mask` unchanged, when the
-    /// union is not kept (then the caller makes it without keeping it).
+    /// `worth()` and there is room: where the union is kept, for [`KeptUnions::write_ref`].
+    /// `None`, with `mask` unchanged, when the union is not kept (then the caller makes
+    /// it without keeping it).
     pub fn write_kept(
         &self,
         key: &[u32],
         mask: &mut [u32],
         worth: impl FnOnce() -> bool,
         make: impl FnOnce(&mut [u32]),
-    ) -> bool {
+    ) -> Option<KeptRef> {
         debug_assert!(key.windows(2).all(|p| p[0] < p[1]), "sorted, distinct");
         let slots = self
             .slots
@@ -195,7 +201,8 @@ impl KeptUnions {
         let home = hash(key);
         let (mut worth, mut make) = (Some(worth), Some(make));
         for probe in 0..self.probes {
-            let slot = &slots[home.wrapping_add(probe) & (self.slot_count - 1)];
+            let index = home.wrapping_add(probe) & (self.slot_count - 1);
+            let slot = &slots[index];
             let union = match slot.get() {
                 Some(union) => union,
                 // Only here, not before probing: a key not worth keeping is never in
@@ -210,10 +217,22 @@ impl KeptUnions {
                 },
             };
             if *union.key == *key && self.write_held(&union.words, mask) {
-                return true;
+                return Some(KeptRef(index));
             }
         }
-        false
+        None
+    }
+
+    /// Sets `mask` to the union [`KeptUnions::write_kept`] returned `r` for: `false`,
+    /// with `mask` unchanged, if there is none (`r` is another table's) or it is not of
+    /// the mask's width.
+    pub fn write_ref(&self, r: KeptRef, mask: &mut [u32]) -> bool {
+        let union = self
+            .slots
+            .get()
+            .and_then(|s| s.get(r.0))
+            .and_then(|s| s.get());
+        union.is_some_and(|u| self.write_held(&u.words, mask))
     }
 
     /// Sets `slot` to the union of `key` at mask width `width`, as `make` writes it,
@@ -510,7 +529,7 @@ mod tests {
         let write_kept = |key: &[u32], worth: bool, make: &dyn Fn(&mut [u32])| {
             let mut mask = vec![0xdead_beef; W as usize];
             let kept = unions.write_kept(key, &mut mask, || worth, make);
-            (kept, mask)
+            (kept.is_some(), mask)
         };
         let made = std::cell::Cell::new(0);
         let make = |key: &'static [u32]| {
@@ -740,7 +759,7 @@ mod tests {
                             || true,
                             |words| write_union(&owned.view(), key, words),
                         );
-                        if kept {
+                        if kept.is_some() {
                             assert_eq!(mask, naive(key), "thread {t} {key:?}");
                         }
                     }

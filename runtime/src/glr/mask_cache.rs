@@ -14,10 +14,13 @@
 //!
 //! A mask of [`MIN_KEPT_CHUNKS`] chunks or more that misses here is looked up (by its
 //! sorted ids) in the unions the engine keeps for all its matchers, made and kept
-//! there the first time (module `kept_unions`), and stored here too: a hit here
-//! needs no sort and copies from a buffer placed for the copy.
+//! there the first time (module `kept_unions`), and remembered here by where it is
+//! kept: a hit here needs no sort and no lookup, and storing it costs no copy (most
+//! kept masks are a base that stays in cache plus a patch, so the copy a slot of its
+//! own would hold reads more memory than the kept union does). A mask that is not kept
+//! is stored here as a copy, in a buffer placed for the copy.
 
-use super::kept_unions::{self, KeptUnions};
+use super::kept_unions::{self, KeptRef, KeptUnions};
 use super::sparse_weights::{self, SparseWeights};
 use stackmask_formats::parser_dwa::copy_words;
 use stackmask_formats::ParserDwaRef;
@@ -45,13 +48,18 @@ pub(crate) struct MaskCache {
     dense: Vec<u32>,
     /// Scratch for a mask's weights, sorted: its key in the engine's kept unions.
     key: Vec<u32>,
+    /// The address of the kept unions that the slots' [`KeptRef`]s are into (0: none
+    /// yet): slots from another engine's table are dropped, never followed.
+    kept_table: usize,
 }
 
 #[derive(Debug)]
 struct Slot {
     /// Weight ids, distinct, in the order the walk collected them.
     weights: Vec<u32>,
-    /// The mask is `buf[start..start + len]`; see [`Slot::store`].
+    /// Where the engine keeps the mask, or `None`: then the mask is
+    /// `buf[start..start + len]`; see [`Slot::store`].
+    kept: Option<KeptRef>,
     buf: Box<[u32]>,
     start: usize,
     used: u64,
@@ -64,9 +72,17 @@ const SPARE_WORDS: usize = 1024;
 const PAGE_OFFSET: usize = 1024;
 
 impl Slot {
-    /// The stored mask, of `len` words.
-    fn mask(&self, len: usize) -> &[u32] {
-        &self.buf[self.start..self.start + len]
+    /// Writes the stored mask into `mask` (the width it was stored at).
+    fn write(&self, kept: Option<&KeptUnions>, mask: &mut [u32]) -> bool {
+        match (self.kept, kept) {
+            (Some(r), Some(unions)) => unions.write_ref(r, mask),
+            (Some(_), None) => false,
+            (None, _) if self.buf.len() == mask.len() + SPARE_WORDS => {
+                copy_words(mask, &self.buf[self.start..self.start + mask.len()]);
+                true
+            }
+            (None, _) => false,
+        }
     }
 
     /// Stores `mask`. The copy starts `PAGE_OFFSET` bytes past the caller's buffer
@@ -98,6 +114,7 @@ impl Default for MaskCache {
             clock: 0,
             dense: Vec::new(),
             key: Vec::new(),
+            kept_table: 0,
         }
     }
 }
@@ -142,17 +159,23 @@ impl MaskCache {
             return;
         }
         self.clock += 1;
-        // Distinct ids on both sides: as many, each collected, is the same set.
-        if let Some(slot) = self.slots.iter_mut().find(|s| {
-            s.weights.len() == weights.len()
-                && s.buf.len() == mask.len() + SPARE_WORDS
-                && s.weights.iter().all(|&w| collected(w))
-        }) {
-            slot.used = self.clock;
-            copy_words(mask, slot.mask(mask.len()));
-            return;
+        let table = forms.kept.map_or(0, |k| k as *const KeptUnions as usize);
+        if table != self.kept_table {
+            // Refs into the table the slots were stored with mean nothing here.
+            self.slots.retain(|s| s.kept.is_none());
+            self.kept_table = table;
         }
-        let mut kept = false;
+        // Distinct ids on both sides: as many, each collected, is the same set.
+        let found = self.slots.iter().position(|s| {
+            s.weights.len() == weights.len() && s.weights.iter().all(|&w| collected(w))
+        });
+        if let Some(i) = found {
+            if self.slots[i].write(forms.kept, mask) {
+                self.slots[i].used = self.clock;
+                return;
+            }
+        }
+        let mut kept = None;
         if let (Some(unions), 2.., true) = (forms.kept, weights.len(), chunks >= MIN_KEPT_CHUNKS) {
             // The whole mask, from the engine's kept unions: made the first time any
             // matcher of the engine needs it (its dense weights OR-ed there, not
@@ -172,14 +195,20 @@ impl MaskCache {
                 |words| or_all(dwa, made, weights, dense, words),
             );
         }
-        if !kept {
+        if kept.is_none() {
             or_all(dwa, forms, weights, &mut self.dense, mask);
         }
-        // Stored here too: a hit here costs no sort and copies from a placed buffer.
-        let slot = if self.slots.len() < self.max_slots {
+        // Remembered here too (a hit here costs no sort): where it is kept, or a copy
+        // in a placed buffer.
+        // A slot found above that could not write the mask (stored at another width) is
+        // stored over, so that it is not found again.
+        let slot = if let Some(i) = found {
+            &mut self.slots[i]
+        } else if self.slots.len() < self.max_slots {
             // Allocates while the cache warms up, never after.
             self.slots.push(Slot {
                 weights: Vec::new(),
+                kept: None,
                 buf: Box::default(),
                 start: 0,
                 used: 0,
@@ -193,7 +222,10 @@ impl MaskCache {
         };
         slot.weights.clear();
         slot.weights.extend_from_slice(weights);
-        slot.store(mask);
+        slot.kept = kept;
+        if kept.is_none() {
+            slot.store(mask);
+        }
         slot.used = self.clock;
     }
 }
