@@ -925,14 +925,44 @@ fn a_clone_on_buffers_dropped_in_another_program_is_its_original() {
 #[test]
 fn cached_masks_equal_computed_masks() {
     let s = setup();
-    let mut rng = Rng(0xcac4e);
+    let docs: Vec<(String, Vec<u32>)> = s
+        .docs
+        .iter()
+        .map(|(n, _, t)| (n.clone(), t.clone()))
+        .collect();
+    cached_masks_equal_computed(&s.engine, &docs, 0xcac4e);
+}
+
+/// [`cached_masks_equal_computed_masks`] on `c.lark` × o200k_base, whose masks are
+/// unions of many token sets kept by the engine as patches of a few bases
+/// (`kept_unions`): every step of every C sample, one engine for all the matchers, so
+/// later documents' masks come from unions earlier ones made.
+#[test]
+#[ignore = "slow sweep (compiles C for o200k_base); run with --ignored"]
+fn sweep_c_cached_masks_equal_computed_masks() {
+    let built = cached("c", O200K);
+    let e = engine(&built.bytes);
+    let docs: Vec<(String, Vec<u32>)> = samples("c")
+        .into_iter()
+        .filter(|s| s.2)
+        .map(|(path, text, _)| (path, built.tokenizer.encode(&text).unwrap()))
+        .collect();
+    assert!(docs.len() >= 4);
+    cached_masks_equal_computed(&e, &docs, 0xc0c4e);
+}
+
+/// At every token of `docs` (with rollbacks drawn from `seed`), a matcher with 0, 1, 3
+/// or the default number of cache slots and the engine's kept unions writes the mask a
+/// matcher without either writes.
+fn cached_masks_equal_computed(engine: &Arc<Engine>, docs: &[(String, Vec<u32>)], seed: u64) {
+    let mut rng = Rng(seed);
     for slots in [0, 1, 3, stackmask_runtime::glr::DEFAULT_MASK_CACHE_SLOTS] {
-        for (name, _, tokens) in &s.docs {
-            let mut cached = Matcher::new(s.engine.clone());
+        for (name, tokens) in docs {
+            let mut cached = Matcher::new(engine.clone());
             cached.set_mask_cache_slots(slots);
             assert_eq!(cached.mask_cache_slots(), slots);
             assert_eq!(cached.clone().mask_cache_slots(), slots, "a clone keeps it");
-            let mut plain = Matcher::new(s.engine.clone());
+            let mut plain = Matcher::new(engine.clone());
             plain.set_mask_cache_slots(0);
             plain.set_sparse_pairs(false);
             let mut step = 0;

@@ -686,7 +686,12 @@ mod tests {
                 || true,
                 |words| write_union(&owned.view(), key, words),
             );
-            assert!(kept, "{key:?}");
+            let r = kept.unwrap_or_else(|| panic!("{key:?} kept"));
+            // Where it is kept writes it again, and nothing in a table that has not.
+            let mut again = vec![0xdead_beef; W as usize];
+            assert!(unions.write_ref(r, &mut again));
+            assert_eq!(again, mask, "{key:?} again");
+            assert!(!KeptUnions::default().write_ref(r, &mut again));
             mask
         };
         // Weight 4 spans the whole mask, 2 and 3 (and 5) change a few of its words; 8 and

@@ -31,12 +31,14 @@ pub const DEFAULT_MASK_CACHE_SLOTS: usize = 8;
 /// Chunks below which OR-ing a mask costs about what copying a stored one does.
 const MIN_CHUNKS: usize = 64;
 
-/// Chunks from which a mask is worth a copy in the engine's kept unions. Chosen on
-/// `stackmask bench` (C and JSON × o200k_base, 2026-12-02, alternating with the
-/// binary without): at 64, JSON's p99 rose by a fifth (its masks of 64–128 chunks OR
-/// about as fast as the kept copy, its sort and the copy into a slot); at 256, C's
-/// gain was gone; at 128, C's p50 −10–30% and p99 −15–35%, JSON's p90 and p99 lower.
-const MIN_KEPT_CHUNKS: usize = 128;
+/// Chunks from which a mask is kept in the engine's kept unions. Chosen on `stackmask
+/// bench` (C and JSON × o200k_base, alternating binaries): at 64, JSON's p99 rose by a
+/// fifth while kept masks were whole 25 KB copies stored again in a slot here
+/// (2026-12-02: 128 kept, C's p50 −10–30% and p99 −15–35%); once kept masks were
+/// patches of bases, remembered here by reference (2026-12-05), 64 gave C's p50
+/// 1.18–1.19 → 1.13–1.14 µs and JSON's p99 1.51–1.58 → 1.39–1.45, JSON's p50 0.56–0.59
+/// → 0.60–0.62.
+const MIN_KEPT_CHUNKS: usize = 64;
 
 /// A small least-recently-used set of masks; see the module docs.
 #[derive(Debug)]
