@@ -174,11 +174,16 @@ impl ParserDwa {
 
     /// Bytes of the token sets: chunk ids, chunk table and chunk words.
     pub fn weight_bytes(&self) -> usize {
-        4 * (self.weight_chunks.len() + self.chunk_table.len() + self.chunk_words.len())
+        self.view().weight_bytes()
     }
 }
 
 impl<'a> ParserDwaRef<'a> {
+    /// Bytes of the token sets: chunk ids, chunk table and chunk words.
+    pub fn weight_bytes(&self) -> usize {
+        4 * (self.weight_chunks.len() + self.chunk_table.len() + self.chunk_words.len())
+    }
+
     /// Checks every length and index against the lexer configuration count, the LR
     /// state count and the mask width. `maskable` has one bit set per token a mask
     /// may contain (the runtime passes the vocabulary's ordinary tokens and EOS), and

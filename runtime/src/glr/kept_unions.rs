@@ -13,7 +13,7 @@
 //!
 //! Whole masks, for the same reason one level up: those 18,445 misses (in a later
 //! run) were of only 532 distinct masks, none seen once, so a mask of
-//! `mask_cache::MIN_KEPT_CHUNKS` chunks or more that one matcher made is copied by
+//! `mask_cache::MIN_CHUNKS` chunks or more (or of dense sets) that one matcher made is copied by
 //! every matcher after it (`MaskCache::write`). Both kinds share
 //! one table: a key is the sorted ids of the weights whose union the slot holds,
 //! whichever kind of mask asked for it.

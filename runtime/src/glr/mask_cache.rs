@@ -12,7 +12,7 @@
 //! mask's 40-odd ids was up to a quarter of a warm hit, `mask_floor` on `linked_list.c`
 //! 1.52–1.57 µs with the sort, 1.13–1.16 without).
 //!
-//! A mask of [`MIN_KEPT_CHUNKS`] chunks or more that misses here is looked up (by its
+//! A mask of [`MIN_CHUNKS`] chunks or more that misses here is looked up (by its
 //! sorted ids) in the unions the engine keeps for all its matchers, made and kept
 //! there the first time (module `kept_unions`), and remembered here by where it is
 //! kept: a hit here needs no sort and no lookup, and storing it costs no copy (most
@@ -28,17 +28,28 @@ use stackmask_formats::ParserDwaRef;
 /// Masks kept per matcher when nothing else is set ([`MaskCache::set_slots`]).
 pub const DEFAULT_MASK_CACHE_SLOTS: usize = 8;
 
-/// Chunks below which OR-ing a mask costs about what copying a stored one does.
-const MIN_CHUNKS: usize = 64;
-
-/// Chunks from which a mask is kept in the engine's kept unions. Chosen on `stackmask
+/// Chunks from which a mask is remembered: kept in the engine's kept unions and here.
+/// Below, OR-ing it costs about what writing a kept one does. Chosen on `stackmask
 /// bench` (C and JSON × o200k_base, alternating binaries): at 64, JSON's p99 rose by a
 /// fifth while kept masks were whole 25 KB copies stored again in a slot here
 /// (2026-12-02: 128 kept, C's p50 −10–30% and p99 −15–35%); once kept masks were
 /// patches of bases, remembered here by reference (2026-12-05), 64 gave C's p50
 /// 1.18–1.19 → 1.13–1.14 µs and JSON's p99 1.51–1.58 → 1.39–1.45, JSON's p50 0.56–0.59
 /// → 0.60–0.62.
-const MIN_KEPT_CHUNKS: usize = 64;
+const MIN_CHUNKS: usize = 64;
+
+/// Token-set bytes of an artifact past which its sets are taken to be read from L3
+/// or memory (about a core's L2, less what the walk needs): then a mask of fewer than
+/// [`MIN_CHUNKS`] chunks whose sets cover 1/[`DENSE_FRACTION`] of the mask or more,
+/// and a mask of one set, are kept too, since a kept mask's base stays in cache and its
+/// patch is small (C × o200k_base, 7.8 MB of sets: one dense set written in 1.1 µs
+/// against 0.6–0.7 for a kept mask; get_mask p50 1.13–1.14 → 1.04–1.07 µs, p99
+/// 4.05–4.42 → 3.66–3.88 on `stackmask bench`, 2026-12-05). Sets that fit in L2 (JSON,
+/// 0.35 MB) are as hot as a base: keeping those masks made JSON's p50 3–10% slower.
+const COLD_SETS_MIN_BYTES: usize = 1 << 20;
+
+/// See [`COLD_SETS_MIN_BYTES`].
+const DENSE_FRACTION: usize = 2;
 
 /// A small least-recently-used set of masks; see the module docs.
 #[derive(Debug)]
@@ -156,7 +167,14 @@ impl MaskCache {
         mask: &mut [u32],
     ) {
         let chunks: usize = weights.iter().map(|&w| dwa.chunk_count(w)).sum();
-        if chunks < MIN_CHUNKS || self.max_slots == 0 {
+        let cold_sets = dwa.weight_bytes() > COLD_SETS_MIN_BYTES;
+        // Summing the words reads every chunk's length, so only below `MIN_CHUNKS`.
+        let dense = chunks < MIN_CHUNKS
+            && cold_sets
+            && weights.iter().map(|&w| dwa.weight_words(w)).sum::<usize>() * DENSE_FRACTION
+                >= mask.len();
+        let remembered = chunks >= MIN_CHUNKS || dense;
+        if !remembered || self.max_slots == 0 {
             or_all(dwa, forms, weights, &mut self.dense, mask);
             return;
         }
@@ -178,7 +196,9 @@ impl MaskCache {
             }
         }
         let mut kept = None;
-        if let (Some(unions), 2.., true) = (forms.kept, weights.len(), chunks >= MIN_KEPT_CHUNKS) {
+        // One set is the mask itself: from sets that stay in cache, written as fast as a
+        // kept copy (JSON's p50 and p99 rose by 5–20% when those were kept).
+        if let (Some(unions), true) = (forms.kept, weights.len() >= 2 || cold_sets) {
             // The whole mask, from the engine's kept unions: made the first time any
             // matcher of the engine needs it (its dense weights OR-ed there, not
             // copied from a kept union: the table is being set), then copied.
