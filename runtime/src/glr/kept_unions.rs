@@ -79,6 +79,14 @@ pub const MAX_BASES: usize = 32;
 /// 1/this of its words: applying a pair costs about what copying four words does.
 const MAX_PATCH_FRACTION: usize = 4;
 
+/// While the engine has bases free, a union that differs from its nearest base in
+/// more than 1/this of its words becomes a base. Bases made only past
+/// [`MAX_PATCH_FRACTION`] are so far apart that the unions between them patch a
+/// median of 521 of C's 6,251 words; at 1/16, 256, and a kept mask is written in
+/// three quarters of the time (C × o200k_base, timers patched into the walk,
+/// 2026-12-05).
+const NEW_BASE_FRACTION: usize = 16;
+
 /// Every this many words are compared to tell which base a union is nearest.
 const SAMPLE_STRIDE: usize = 16;
 
@@ -301,17 +309,22 @@ impl KeptUnions {
             .filter_map(|(i, b)| b.get().map(|b| (i, b)))
             .filter(|(_, b)| b.len() == union.len())
             .min_by_key(|(_, b)| differing(b));
-        if let Some((i, base)) = nearest {
-            if let Some(pairs) = patch(base, &union, union.len() / MAX_PATCH_FRACTION) {
+        let nearest = nearest.map(|(i, _)| i);
+        let patched = |base: usize, limit: usize| {
+            let words = bases[base].get().expect("the nearest base is set");
+            patch(words, &union, limit).map(|pairs| {
                 let bytes = 4 * pairs.len();
-                return (
-                    Held::Patch {
-                        base: i,
-                        pairs: pairs.into(),
-                    },
-                    bytes,
-                );
-            }
+                let pairs = pairs.into_boxed_slice();
+                (Held::Patch { base, pairs }, bytes)
+            })
+        };
+        // While bases are free, only a near union is a patch: bases far apart leave
+        // the unions between them large patches.
+        let free = claimed < bases.len();
+        let near = union.len() / NEW_BASE_FRACTION;
+        let far = union.len() / MAX_PATCH_FRACTION;
+        if let Some(held) = nearest.and_then(|i| patched(i, if free { near } else { far })) {
+            return held;
         }
         let bytes = 4 * union.len();
         let i = self.base_count.fetch_add(1, Ordering::AcqRel);
@@ -321,6 +334,10 @@ impl KeptUnions {
                 return (Held::Base(i), bytes);
             }
             unreachable!("base {i} claimed twice");
+        }
+        // The last bases were claimed since `free` was read.
+        if let Some(held) = nearest.filter(|_| free).and_then(|i| patched(i, far)) {
+            return held;
         }
         (Held::Whole(union.into_boxed_slice()), bytes)
     }
@@ -671,9 +688,10 @@ mod tests {
         kinds
     }
 
-    /// Unions near a base are held as patches of it, and written exactly; one near no
-    /// base takes a base while there is one free, its own words after; the bytes are
-    /// what each holds.
+    /// Unions near a base are held as patches of it, and written exactly. While a base
+    /// is free, a union more than 1/[`NEW_BASE_FRACTION`] from its nearest base takes
+    /// it; once none is, one within 1/[`MAX_PATCH_FRACTION`] is a patch and one
+    /// farther its own words. The bytes are what each holds.
     #[test]
     fn unions_near_a_base_are_patches_and_write_exactly() {
         let owned = dwa(40);
@@ -694,44 +712,53 @@ mod tests {
             assert!(!KeptUnions::default().write_ref(r, &mut again));
             mask
         };
-        // Weight 4 spans the whole mask, 2 and 3 (and 5) change a few of its words; 8 and
-        // 12 span it with other bits, 16 and 20 with others again.
-        let keys: [&[u32]; 6] = [
+        // Weights 4 and 8 span the whole mask (as do 12 and 16, with other bits); 3 sets
+        // 8 words, 1, 5 and 9 two runs of 8, 2 a run of 64.
+        let (a, b, c, d, e, f, g): (&[u32], &[u32], &[u32], &[u32], &[u32], &[u32], &[u32]) = (
             &[4, 8],
+            &[3, 4, 8],
             &[2, 4, 8],
-            &[3, 4, 5, 8],
             &[12, 16],
-            &[3, 12, 16],
-            &[20, 24],
-        ];
-        let differing = |a: &[u32], b: &[u32]| {
-            naive(a)
+            &[2, 3, 4, 8],
+            &[1, 4, 8],
+            &[4, 5, 8, 9],
+        );
+        let differing = |x: &[u32], y: &[u32]| {
+            naive(x)
                 .iter()
-                .zip(naive(b))
-                .filter(|(x, y)| **x != *y)
+                .zip(naive(y))
+                .filter(|(p, q)| **p != *q)
                 .count()
         };
-        assert!(differing(keys[1], keys[0]) <= W as usize / MAX_PATCH_FRACTION);
-        assert!(differing(keys[2], keys[0]) <= W as usize / MAX_PATCH_FRACTION);
-        assert!(
-            differing(keys[3], keys[0]) > W as usize / 2,
-            "a base of its own"
+        let (near, far) = (
+            W as usize / NEW_BASE_FRACTION,
+            W as usize / MAX_PATCH_FRACTION,
         );
-        assert!(differing(keys[5], keys[0]) > W as usize / 2);
-        assert!(differing(keys[5], keys[3]) > W as usize / 2, "near no base");
+        assert!(differing(b, a) <= near, "b patches a");
+        assert!(differing(c, a) > near, "c takes the second base");
+        assert!(
+            differing(d, a) > far && differing(d, c) > far,
+            "d is its own words"
+        );
+        assert!(differing(e, c) <= near, "e patches c");
+        assert!(differing(f, a) <= near, "f patches a");
+        let ga = differing(g, a);
+        assert!(
+            ga > near && ga <= far && differing(g, c) > ga,
+            "g patches a"
+        );
+        let keys = [a, b, c, d, e, f, g];
         for round in 0..3 {
             for key in keys {
                 assert_eq!(write_kept(key), naive(key), "{key:?} round {round}");
             }
         }
-        assert_eq!(holds(&unions), (2, 3, 1));
+        assert_eq!(holds(&unions), (2, 4, 1));
         let key_bytes: usize = keys.iter().map(|k| 4 * k.len()).sum();
-        let patches = 2 * differing(keys[1], keys[0])
-            + 2 * differing(keys[2], keys[0])
-            + 2 * differing(keys[4], keys[3]);
+        let patches = differing(b, a) + differing(e, c) + differing(f, a) + ga;
         assert_eq!(
             unions.bytes.load(Ordering::Relaxed),
-            key_bytes + 4 * (3 * W as usize + patches)
+            key_bytes + 4 * (3 * W as usize + 2 * patches)
         );
     }
 
