@@ -121,9 +121,9 @@ impl Matcher {
 
     /// Sets how many `(stack node, automaton state)` pairs a mask walk steps before it
     /// starts over as a subset walk, which steps each stack node once with the set of
-    /// automaton states that reach it ([`crate::glr::SUBSET_WALK_AFTER`] unless set;
-    /// 0: always; `u32::MAX`: never). Only speed differs: the pair walk is faster on
-    /// plain stacks, the subset walk on ambiguous ones (C after a run of `-` signs:
+    /// automaton states that reach it ([`crate::glr::SUBSET_WALK_AFTER`], 0, unless set;
+    /// 0: always; `u32::MAX`: never). Only speed differs: the pair walk can be faster on
+    /// plain stacks, the subset walk is on ambiguous ones (C after a run of `-` signs:
     /// 400 µs a mask → 20 µs). Once a walk has switched on a stack that forks, the next
     /// ones start as subset walks until the stack's remembered nodes are removed (a
     /// rollback). Clones keep the setting.

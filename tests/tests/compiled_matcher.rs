@@ -669,7 +669,7 @@ fn a_new_matcher_on_dropped_buffers_is_a_fresh_matcher() {
         // Left in the middle of another document, every setting changed.
         let mut old = Matcher::new(engine.clone());
         old.set_mask_cache_slots(round % 2);
-        old.set_subset_walk_after(0);
+        old.set_subset_walk_after(16);
         old.set_sparse_pairs(false);
         old.set_kept_unions(false);
         old.set_max_rollback(round);
@@ -766,7 +766,7 @@ fn a_clone_on_dropped_buffers_is_its_original() {
         original.set_max_rollback(3 + round);
         original.set_mask_cache_slots(1 + round % 3);
         if round % 4 == 3 {
-            original.set_subset_walk_after(0);
+            original.set_subset_walk_after(16);
         }
         let mut r = reference(&engine);
         let split = 1 + rng.below(tokens.len() - 2);
@@ -883,7 +883,7 @@ fn a_clone_on_buffers_dropped_in_another_program_is_its_original() {
     let dropped = b"int f(int x) { return x---------------x + (x-----x)--; }";
     let text = b"int main(void) { int a = 1; int b = a-------a; return (b---a)-- + a----b; }";
     for split in (4..text.len()).step_by(13) {
-        for subset_after in [None, Some(0)] {
+        for subset_after in [None, Some(16)] {
             let mut original = Matcher::new(e.clone());
             if let Some(pairs) = subset_after {
                 original.set_subset_walk_after(pairs);
@@ -1080,8 +1080,8 @@ fn other_grammars_agree_with_the_reference_on_their_samples() {
 }
 
 /// An ambiguous stack (C after a run of `-` signs: each `--` is also two `-`, and each
-/// reading stacks its own operators) walked by the subset walk, by the pair walk and by
-/// the default switch between them: at every byte the three masks equal the reference
+/// reading stacks its own operators) walked by the subset walk (the default), by the
+/// pair walk and by the switch between them after 16 pairs: at every byte the three masks equal the reference
 /// mask, also through clones, rollbacks and a reset that keep each matcher's setting.
 #[test]
 fn ambiguous_stacks_give_the_same_masks_by_every_walk() {
@@ -1089,7 +1089,7 @@ fn ambiguous_stacks_give_the_same_masks_by_every_walk() {
     let source = source_reference("c", "bytes");
     let words = e.mask_words();
     let text = b"int f(int x, int y) { return x-------------y + (x---y)--; }";
-    let settings = [None, Some(0), Some(u32::MAX)];
+    let settings = [None, Some(16), Some(u32::MAX)];
     let mut matchers: Vec<Matcher> = settings
         .iter()
         .map(|s| {

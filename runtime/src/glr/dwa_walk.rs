@@ -18,11 +18,11 @@
 //! (`chain_memo`), so the next mask, after a commit that changed only the top of the
 //! stack, steps the new nodes and takes the rest from the memo in one slice.
 //!
-//! An ambiguous stack: a walk that has stepped [`SUBSET_WALK_AFTER`] pairs starts over as a
-//! subset walk (module `subset_walk`), which steps each node with the set of states
-//! that reach it and remembers, across masks, what a node stepped with a set collects
-//! below it. Plain and nearly plain stacks — nearly every mask — never get there and
-//! keep the pair walk's few nanoseconds a level. Once a walk has switched on a stack
+//! By default every walk is a *subset walk* (module `subset_walk`, [`SUBSET_WALK_AFTER`]),
+//! which steps each node with the set of states that reach it and remembers, across
+//! masks, what a node stepped with a set collects below it. Set otherwise, a walk that
+//! has stepped that many pairs starts over as a subset walk: plain and nearly plain
+//! stacks never get there and keep the pair walk's few nanoseconds a level. Once a walk has switched on a stack
 //! that forks, the next walks start as subset walks, until the subset walk forgets (a
 //! removed node): an ambiguous stack stays ambiguous below the top, and the pairs
 //! stepped before the switch were most of such a mask's walk (C: 16 pairs, ~1 µs,
@@ -38,13 +38,18 @@ use super::subset_walk::SubsetWalk;
 use super::GlrState;
 use stackmask_formats::{ParserDwa, ParserDwaRef};
 
-/// Pairs a walk steps before it starts over as a subset walk. A pair costs a few
-/// nanoseconds, a node of the subset walk some tens (a lookup and a set union). Most
-/// masks step fewer than 16 pairs (JSON's, and 80% of C's on real programs). Chosen
-/// on `stackmask bench` (JSON and C × o200k_base, 2026-11-26): C's get_mask p99.9
-/// 319 µs with no switch, 95 at 512, 45 at 128, 23–25 at 16–32; JSON's percentiles the
-/// same at 16 as with no switch, its median 5% slower when every walk is a subset walk.
-pub const SUBSET_WALK_AFTER: u32 = 16;
+/// Pairs a walk steps before it starts over as a subset walk: none, every walk is one.
+/// A pair costs a few nanoseconds, a node of the subset walk some tens (a lookup and a
+/// set union), but the subset walk steps a node once for all the states and lexeme
+/// groups that reach it, and remembers across masks what it collects below a node,
+/// where the pair walk's chains are cut short wherever the automaton or the stack
+/// branches. Chosen on `stackmask bench` (× o200k_base, two runs each, 2026-12-05):
+/// at 0 against 16, C's get_mask p50 / p99 / p99.9 1.04 / 3.9–4.2 / 8.4–8.5 → 0.83 /
+/// 2.0–2.1 / 5.5 µs, SQL's p99 3.0 → 1.65, TOML's the same or better; JSON's p50
+/// 0.58–0.62 → 0.64–0.66 and p99 1.3–1.4 → 1.1–1.2; `expr.lark`'s p50 +5%. (On
+/// 2026-11-26, before the subset walk remembered anything across masks, 16 was best: C's
+/// p99.9 319 µs with no switch, 45 at 128, 23–25 at 16–32.)
+pub const SUBSET_WALK_AFTER: u32 = 0;
 
 /// [`SUBSET_WALK_AFTER`] or what [`crate::Matcher::set_subset_walk_after`] set.
 #[derive(Clone, Copy, Debug)]

@@ -714,7 +714,7 @@ mod tests {
         };
         // Weights 4 and 8 span the whole mask (as do 12 and 16, with other bits); 3 sets
         // 8 words, 1, 5 and 9 two runs of 8, 2 a run of 64.
-        let (a, b, c, d, e, f, g): (&[u32], &[u32], &[u32], &[u32], &[u32], &[u32], &[u32]) = (
+        let [a, b, c, d, e, f, g]: [&[u32]; 7] = [
             &[4, 8],
             &[3, 4, 8],
             &[2, 4, 8],
@@ -722,7 +722,7 @@ mod tests {
             &[2, 3, 4, 8],
             &[1, 4, 8],
             &[4, 5, 8, 9],
-        );
+        ];
         let differing = |x: &[u32], y: &[u32]| {
             naive(x)
                 .iter()
