@@ -146,23 +146,37 @@ enum Held {
 /// there are at most `limit` of them.
 fn patch(base: &[u32], union: &[u32], limit: usize) -> Option<Vec<u32>> {
     let mut pairs = Vec::new();
-    // Blocks compared whole first (their XOR, vectorized; slice equality would call
-    // `memcmp` per block): most of a near union's are equal.
-    for (k, (u, b)) in union.chunks(8).zip(base.chunks(8)).enumerate() {
-        if u.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0 {
+    let mut add = |i: usize, u: u32, b: u32| {
+        if u == b {
+            return true;
+        }
+        if pairs.len() == 2 * limit {
+            return false;
+        }
+        pairs.extend([i as u32, u]);
+        true
+    };
+    // Blocks of 16 compared whole first (their XOR, vectorized as fixed-size arrays:
+    // half the time of slices, a quarter of slice equality's `memcmp` per block), since
+    // most of a near union's are equal.
+    let whole = union.len() / PATCH_BLOCK * PATCH_BLOCK;
+    for k in (0..whole).step_by(PATCH_BLOCK) {
+        let u: &[u32; PATCH_BLOCK] = union[k..k + PATCH_BLOCK].try_into().expect("a block");
+        let b: &[u32; PATCH_BLOCK] = base[k..k + PATCH_BLOCK].try_into().expect("a block");
+        if (0..PATCH_BLOCK).fold(0, |acc, j| acc | (u[j] ^ b[j])) == 0 {
             continue;
         }
-        for (j, (&u, &b)) in u.iter().zip(b).enumerate() {
-            if u != b {
-                if pairs.len() == 2 * limit {
-                    return None;
-                }
-                pairs.extend([(8 * k + j) as u32, u]);
-            }
+        if !(0..PATCH_BLOCK).all(|j| add(k + j, u[j], b[j])) {
+            return None;
         }
     }
-    Some(pairs)
+    (whole..union.len())
+        .all(|k| add(k, union[k], base[k]))
+        .then_some(pairs)
 }
+
+/// Words [`patch`] compares at once.
+const PATCH_BLOCK: usize = 16;
 
 /// The kept unions of one engine; see the module docs.
 #[derive(Debug)]
@@ -833,6 +847,39 @@ mod tests {
         assert_eq!(bases + patches + whole, unions.kept());
         for key in &keys {
             assert_eq!(write(&unions, &owned, key), naive(key), "{key:?}");
+        }
+    }
+
+    /// A patch is the (index, word) pairs where the union differs, indices ascending,
+    /// at every width (blocks and the words after the last whole block), or `None`
+    /// past its limit.
+    #[test]
+    fn a_patch_is_the_differing_words_or_none_past_its_limit() {
+        for width in [0usize, 1, 15, 16, 17, 40, 6251] {
+            let base: Vec<u32> = (0..width as u32)
+                .map(|i| i.wrapping_mul(0x9e37_79b9))
+                .collect();
+            for changed in [
+                vec![],
+                vec![0],
+                vec![width.saturating_sub(1)],
+                (0..width).step_by(7).collect(),
+            ] {
+                let changed: Vec<usize> = changed.into_iter().filter(|&i| i < width).collect();
+                let mut union = base.clone();
+                for &i in &changed {
+                    union[i] ^= 1 << (i % 32);
+                }
+                let want: Vec<u32> = changed.iter().flat_map(|&i| [i as u32, union[i]]).collect();
+                assert_eq!(
+                    patch(&base, &union, changed.len()),
+                    Some(want),
+                    "{width} {changed:?}"
+                );
+                if !changed.is_empty() {
+                    assert_eq!(patch(&base, &union, changed.len() - 1), None, "{width}");
+                }
+            }
         }
     }
 }
