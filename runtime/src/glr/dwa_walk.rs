@@ -46,7 +46,9 @@ use stackmask_formats::{ParserDwa, ParserDwaRef};
 /// branches. Chosen on `stackmask bench` (× o200k_base, two runs each, 2026-12-05):
 /// at 0 against 16, C's get_mask p50 / p99 / p99.9 1.04 / 3.9–4.2 / 8.4–8.5 → 0.83 /
 /// 2.0–2.1 / 5.5 µs, SQL's p99 3.0 → 1.65, TOML's the same or better; JSON's p50
-/// 0.58–0.62 → 0.64–0.66 and p99 1.3–1.4 → 1.1–1.2; `expr.lark`'s p50 +5%. (On
+/// 0.58–0.62 → 0.64–0.66 and p99 1.3–1.4 → 1.1–1.2; `expr.lark`'s p50 +5%. A walk from
+/// a single start then went depth first through the memo on every stack, not only on
+/// one that forked: JSON's p50 0.61 → 0.54–0.55, C's the same. (On
 /// 2026-11-26, before the subset walk remembered anything across masks, 16 was best: C's
 /// p99.9 319 µs with no switch, 45 at 128, 23–25 at 16–32.)
 pub const SUBSET_WALK_AFTER: u32 = 0;
@@ -243,11 +245,13 @@ impl DwaWalk {
                 // What was collected so far is collected again: OR is idempotent.
                 let (collected, walk, weights) =
                     (&mut self.collected, self.walk, &mut self.weights);
-                let forked = self
-                    .subset
-                    .walk(gss, dwa, &self.starts, self.ambiguous, |w| {
-                        collect(collected, walk, weights, w)
-                    });
+                // Depth first through the memo on a stack that forked, or from a single
+                // start: several starts on a plain stack are walked merged, each node
+                // once for all of them (depth first walks each start on its own).
+                let remember = self.ambiguous || self.starts.len() == 1;
+                let forked = self.subset.walk(gss, dwa, &self.starts, remember, |w| {
+                    collect(collected, walk, weights, w)
+                });
                 // Only a stack that forks stays ambiguous below its top: a deep plain
                 // one (a JSON document's closing brackets) goes back to the pair walk
                 // and its memo.

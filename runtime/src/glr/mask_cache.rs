@@ -5,7 +5,8 @@
 //! revisits the same few situations over and over (inside a string, after a key,
 //! after an identifier in an expression), and a mask OR-ed from a hundred scattered
 //! chunks costs several times a plain 25 KB copy: a hit copies the stored mask
-//! instead. Cheap masks (few chunks) are not stored, since storing costs a copy too.
+//! instead. Masks cheap to OR (few chunks, from sets that stay in cache) are not stored,
+//! since storing one costs a copy too.
 //! Exact by construction: the key is the full set of weight ids, never a hash. A
 //! stored set equals the walk's when it has as many ids and the walk collected each
 //! of them (the walk marks what it collected, so this needs no sorting: sorting a C

@@ -23,8 +23,9 @@
 //! over (a cache: nothing it holds can go stale).
 //!
 //! Across masks: the stack below the top does not change from one mask to the next,
-//! yet the merged walk reads all of it again. So on a stack that stays ambiguous (the
-//! caller says when: module `dwa_walk`), each start is first walked depth first, and
+//! yet the merged walk reads all of it again. So on a stack that stays ambiguous, or
+//! from a single start (the caller says when: module `dwa_walk`), each start is first
+//! walked depth first, and
 //! what a node stepped with a state set collects down to the bottom — a function of
 //! the pair, for as long as the node exists (module `chain_memo`) — is remembered as a
 //! weight set: the next mask steps the new nodes and takes the rest
