@@ -532,6 +532,20 @@ mod tests {
         }
     }
 
+    /// Runs `f(t)` on four threads `t` that start at once.
+    fn on_four_threads(f: impl Fn(usize) + Sync) {
+        let start = Barrier::new(4);
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (f, start) = (&f, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    f(t)
+                });
+            }
+        });
+    }
+
     /// A table that holds every union as its own words (no bases): each takes
     /// [`per_union`] bytes.
     fn whole_only(max_bytes: usize, slots: usize, probes: usize) -> KeptUnions {
@@ -646,18 +660,11 @@ mod tests {
         let owned = dwa(40);
         let unions = whole_only(MAX_KEPT_UNION_BYTES, SLOTS, PROBES);
         let keys: Vec<Vec<u32>> = (1..40).map(|a| vec![a, a + 1]).collect();
-        let start = Barrier::new(4);
-        std::thread::scope(|scope| {
-            for t in 0..4 {
-                let (owned, unions, keys, start) = (&owned, &unions, &keys, &start);
-                scope.spawn(move || {
-                    start.wait();
-                    // All in the same order, so that they reach each new slot together.
-                    for i in 0..keys.len() * 2 {
-                        let key = &keys[i % keys.len()];
-                        assert_eq!(write(unions, owned, key), naive(key), "thread {t}");
-                    }
-                });
+        on_four_threads(|t| {
+            // All in the same order, so that they reach each new slot together.
+            for i in 0..keys.len() * 2 {
+                let key = &keys[i % keys.len()];
+                assert_eq!(write(&unions, &owned, key), naive(key), "thread {t}");
             }
         });
         let worth: Vec<&Vec<u32>> = keys
@@ -814,26 +821,19 @@ mod tests {
                 k
             })
             .collect();
-        let start = Barrier::new(4);
-        std::thread::scope(|scope| {
-            for t in 0..4 {
-                let (owned, unions, keys, start) = (&owned, &unions, &keys, &start);
-                scope.spawn(move || {
-                    start.wait();
-                    for i in 0..keys.len() * 2 {
-                        let key = &keys[(i * (2 * t + 1)) % keys.len()];
-                        let mut mask = vec![0xdead_beef; W as usize];
-                        let kept = unions.write_kept(
-                            key,
-                            &mut mask,
-                            || true,
-                            |words| write_union(&owned.view(), key, words),
-                        );
-                        if kept.is_some() {
-                            assert_eq!(mask, naive(key), "thread {t} {key:?}");
-                        }
-                    }
-                });
+        on_four_threads(|t| {
+            for i in 0..keys.len() * 2 {
+                let key = &keys[(i * (2 * t + 1)) % keys.len()];
+                let mut mask = vec![0xdead_beef; W as usize];
+                let kept = unions.write_kept(
+                    key,
+                    &mut mask,
+                    || true,
+                    |words| write_union(&owned.view(), key, words),
+                );
+                if kept.is_some() {
+                    assert_eq!(mask, naive(key), "thread {t} {key:?}");
+                }
             }
         });
         let (bases, patches, whole) = holds(&unions);
