@@ -532,6 +532,23 @@ mod tests {
         }
     }
 
+    /// `write_kept` of `key`, its union made as a mask's dense sets are (worth keeping):
+    /// where it is kept, if it is, and the mask written.
+    fn make_kept(
+        unions: &KeptUnions,
+        owned: &ParserDwa,
+        key: &[u32],
+    ) -> (Option<KeptRef>, Vec<u32>) {
+        let mut mask = vec![0xdead_beef; W as usize];
+        let kept = unions.write_kept(
+            key,
+            &mut mask,
+            || true,
+            |words| write_union(&owned.view(), key, words),
+        );
+        (kept, mask)
+    }
+
     /// Runs `f(t)` on four threads `t` that start at once.
     fn on_four_threads(f: impl Fn(usize) + Sync) {
         let start = Barrier::new(4);
@@ -742,13 +759,7 @@ mod tests {
         let owned = dwa(40);
         let unions = KeptUnions::with_limits(MAX_KEPT_UNION_BYTES, SLOTS, PROBES, 2);
         let write_kept = |key: &[u32]| {
-            let mut mask = vec![0xdead_beef; W as usize];
-            let kept = unions.write_kept(
-                key,
-                &mut mask,
-                || true,
-                |words| write_union(&owned.view(), key, words),
-            );
+            let (kept, mask) = make_kept(&unions, &owned, key);
             let r = kept.unwrap_or_else(|| panic!("{key:?} kept"));
             // Where it is kept writes it again, and nothing in a table that has not.
             let mut again = vec![0xdead_beef; W as usize];
@@ -824,13 +835,7 @@ mod tests {
         on_four_threads(|t| {
             for i in 0..keys.len() * 2 {
                 let key = &keys[(i * (2 * t + 1)) % keys.len()];
-                let mut mask = vec![0xdead_beef; W as usize];
-                let kept = unions.write_kept(
-                    key,
-                    &mut mask,
-                    || true,
-                    |words| write_union(&owned.view(), key, words),
-                );
+                let (kept, mask) = make_kept(&unions, &owned, key);
                 if kept.is_some() {
                     assert_eq!(mask, naive(key), "thread {t} {key:?}");
                 }
