@@ -20,10 +20,11 @@
 //!
 //! By default every walk is a *subset walk* (module `subset_walk`, [`SUBSET_WALK_AFTER`]),
 //! which steps each node with the set of states that reach it and remembers, across
-//! masks, what a node stepped with a set collects below it. Set otherwise, a walk that
-//! has stepped that many pairs starts over as a subset walk: plain and nearly plain
-//! stacks never get there and keep the pair walk's few nanoseconds a level. Once a walk has switched on a stack
-//! that forks, the next walks start as subset walks, until the subset walk forgets (a
+//! masks, what a node stepped with a set collects below it (from a single start, or on
+//! a stack that has forked). Set otherwise, a walk that has stepped that many pairs
+//! starts over as a subset walk: plain and nearly plain stacks never get there and keep
+//! the pair walk's few nanoseconds a level. Once a walk has switched on a stack that
+//! forks, the next walks start as subset walks, until the subset walk forgets (a
 //! removed node): an ambiguous stack stays ambiguous below the top, and the pairs
 //! stepped before the switch were most of such a mask's walk (C: 16 pairs, ~1 µs,
 //! against a subset walk that takes the rest from its memo).
@@ -252,9 +253,9 @@ impl DwaWalk {
                 let forked = self.subset.walk(gss, dwa, &self.starts, remember, |w| {
                     collect(collected, walk, weights, w)
                 });
-                // Only a stack that forks stays ambiguous below its top: a deep plain
-                // one (a JSON document's closing brackets) goes back to the pair walk
-                // and its memo.
+                // Only a stack that forks stays ambiguous below its top: on a deep plain
+                // one (a JSON document's closing brackets) the next walk starts as this
+                // one did.
                 self.ambiguous |= forked;
                 break;
             }
