@@ -1,6 +1,7 @@
-//! Open-addressing tables keyed by `(GSS node, automaton state)` pairs: the set of
-//! pairs a mask walk has queued ([`PairSet`]) and the map from a pair to what the
-//! walk below it yields, kept across masks ([`PairMap`], module `chain_memo`). Keys
+//! Open-addressing tables keyed by pairs of ids: the set of `(GSS node, automaton
+//! state)` pairs a mask walk has queued ([`PairSet`]), the map from such a pair to what
+//! the walk below it yields, kept across masks ([`PairMap`], module `chain_memo`), and
+//! the edges of a GLR step's busiest nodes (module `step`). Keys
 //! are packed `u64`s in a power-of-two table, emptied by resetting only the slots
 //! that were filled.
 //!
@@ -12,7 +13,7 @@
 //! multiply, a shift and a linear probe in a table kept at most half full.
 
 /// A table from pairs to values of type `V`; see the module docs.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct PairTable<V> {
     /// Keys, [`EMPTY`] where free; the length is a power of two (or 0).
     slots: Vec<u64>,
@@ -76,6 +77,12 @@ impl<V: Copy + Default> PairTable<V> {
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// Whether `(node, d)` is there.
+    #[inline]
+    pub fn contains(&self, node: u32, d: u32) -> bool {
+        self.get(node, d).is_some()
     }
 
     /// The value of `(node, d)`, if the pair is there.

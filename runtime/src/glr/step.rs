@@ -23,8 +23,8 @@
 //! edges start at the step's own nodes), not along every edge of such a node.
 
 use super::gss::{Layered, NONE};
+use super::pair_set::PairSet;
 use stackmask_formats::{Action, TablesRef};
-use std::collections::HashSet;
 
 /// Reusable buffers for [`step`], so the steady state allocates nothing.
 #[derive(Clone, Debug, Default)]
@@ -55,8 +55,11 @@ pub(crate) struct StepScratch {
     edge_count: Vec<u32>,
     /// The edges of this step's nodes that have more than [`SCAN_EDGES`] of them: a
     /// right-recursive reduce chain gives one node an edge per link, and scanning its
-    /// list for every new edge would be quadratic.
-    edge_set: HashSet<(u32, u32)>,
+    /// list for every new edge would be quadratic. A [`PairSet`], not a `HashSet`:
+    /// emptying it every step costs what the step put in, not the capacity an earlier
+    /// ambiguous step grew it to, and an insert is a multiply, not SipHash (hashing was
+    /// a third of the time of a byte after C's run of 74 dashes).
+    edge_set: PairSet,
     /// Edges between two nodes of this step, and their sorted copy for the current
     /// round: only through them can a path leave this step's nodes and still reach a
     /// fresh edge (fresh edges start at this step's nodes; older nodes never point to
@@ -136,7 +139,7 @@ fn link(gss: &mut Layered<'_>, s: &mut StepScratch, w: u32, u: u32) -> bool {
         }
     } else {
         s.effort += 1;
-        if s.edge_set.contains(&(w, u)) {
+        if s.edge_set.contains(w, u) {
             return false;
         }
     }
@@ -147,11 +150,11 @@ fn link(gss: &mut Layered<'_>, s: &mut StepScratch, w: u32, u: u32) -> bool {
         let mut e = gss.node(w).first_edge;
         while e != NONE {
             let edge = gss.edge(e);
-            s.edge_set.insert((w, edge.to));
+            s.edge_set.insert(w, edge.to);
             e = edge.next;
         }
     } else if count + 1 > SCAN_EDGES {
-        s.edge_set.insert((w, u));
+        s.edge_set.insert(w, u);
     }
     if u >= s.first_node {
         s.inner.push((w, u));
