@@ -79,12 +79,6 @@ impl<V: Copy + Default> PairTable<V> {
         }
     }
 
-    /// Whether `(node, d)` is there.
-    #[inline]
-    pub fn contains(&self, node: u32, d: u32) -> bool {
-        self.get(node, d).is_some()
-    }
-
     /// The value of `(node, d)`, if the pair is there.
     #[inline]
     pub fn get(&self, node: u32, d: u32) -> Option<V> {

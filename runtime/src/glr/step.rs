@@ -138,8 +138,9 @@ fn link(gss: &mut Layered<'_>, s: &mut StepScratch, w: u32, u: u32) -> bool {
             return false;
         }
     } else {
+        // One probe: the insert tells whether the edge was there.
         s.effort += 1;
-        if s.edge_set.contains(w, u) {
+        if !s.edge_set.insert(w, u) {
             return false;
         }
     }
@@ -153,8 +154,6 @@ fn link(gss: &mut Layered<'_>, s: &mut StepScratch, w: u32, u: u32) -> bool {
             s.edge_set.insert(w, edge.to);
             e = edge.next;
         }
-    } else if count + 1 > SCAN_EDGES {
-        s.edge_set.insert(w, u);
     }
     if u >= s.first_node {
         s.inner.push((w, u));
